@@ -1,0 +1,197 @@
+"""Embedding benchmark: cold start, passages/s and NFCorpus nDCG@10, sentence-transformers vs ONNX.
+
+    python bench/bench_embed.py --nfcorpus ../shared/data/nfcorpus [--doc docs/benchmarks-embed.md]
+
+(a) cold process: `python -c "import sentence_transformers"` vs a process that imports ragcli.embed
+    and embeds one query (5 runs each);
+(b) passages/s on NFCorpus abstracts (title + text, cut to 1,600 characters): ST fp32 batch 32 vs
+    the ONNX embedders (fp32 and int8), ONNX first so torch's threads are not yet alive;
+(c) nDCG@10 on the NFCorpus test split, dense only (numpy exact search over all docs, title + text).
+    Corpus vectors are cached in --cache (default: a folder in the temp dir).
+Prints a markdown table and writes it (with the machine's facts) to --doc.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ragcli import embed  # noqa: E402
+
+QUERY = "how long can a tourniquet stay on before it damages the limb?"
+ONNX_BACKENDS = ("onnx", "onnx-int8")
+
+
+def load_nfcorpus(folder: Path):
+    corpus = [json.loads(line) for line in (folder / "corpus.jsonl").open(encoding="utf-8")]
+    queries = {q["_id"]: q["text"] for q in map(json.loads, (folder / "queries.jsonl").open(encoding="utf-8"))}
+    qrels: dict[str, dict[str, int]] = {}
+    with (folder / "qrels" / "test.tsv").open(encoding="utf-8") as fh:
+        next(fh)
+        for line in fh:
+            qid, did, score = line.rstrip("\n").split("\t")
+            qrels.setdefault(qid, {})[did] = int(score)
+    return corpus, queries, qrels
+
+
+def get(backend: str):
+    os.environ["RAGCLI_EMBED_BACKEND"] = backend
+    try:
+        return embed.get_embedder(embed.DEFAULT_MODEL)
+    finally:
+        del os.environ["RAGCLI_EMBED_BACKEND"]
+
+
+# ------------------------------------------------------------------------------ (a) cold start
+
+
+def time_process(code: str, env: dict) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def cold_start(runs: int) -> list[dict]:
+    get("onnx-int8")  # make sure the export exists before timing anything
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+    cases = [("python -c 'import sentence_transformers'", "import sentence_transformers", None)]
+    for backend in ONNX_BACKENDS:
+        code = ("import sys; from ragcli.embed import get_embedder; "
+                f"get_embedder().embed([{QUERY!r}]); assert 'torch' not in sys.modules")
+        cases.append((f"import ragcli.embed + 1 query ({backend})", code, backend))
+    rows = []
+    for label, code, backend in cases:
+        run_env = dict(env, RAGCLI_EMBED_BACKEND=backend) if backend else env
+        times = sorted(time_process(code, run_env) for _ in range(runs))
+        rows.append({"case": label, "min": times[0], "median": statistics.median(times), "max": times[-1]})
+    return rows
+
+
+# ------------------------------------------------------------------------------ (b) throughput
+
+
+def passages_per_second(embedder, texts: list[str]) -> float:
+    embedder.embed(texts[:8])  # warm-up: first-run allocations
+    start = time.perf_counter()
+    embedder.embed(texts)
+    return len(texts) / (time.perf_counter() - start)
+
+
+def throughput(texts: list[str]) -> list[dict]:
+    rows = []
+    for backend in ONNX_BACKENDS:  # before torch is imported
+        rows.append({"backend": backend, "per_s": passages_per_second(get(backend), texts)})
+    rows.insert(0, {"backend": "st", "per_s": passages_per_second(get("st"), texts)})
+    return rows
+
+
+# ------------------------------------------------------------------------------ (c) nDCG@10
+
+
+def corpus_vectors(backend: str, docs: list[str], cache: Path) -> np.ndarray:
+    digest = hashlib.sha256("\x00".join(docs).encode()).hexdigest()[:12]
+    path = cache / f"nfcorpus-{backend}-{digest}.npy"
+    if path.exists():
+        return np.load(path)
+    print(f"embedding {len(docs)} NFCorpus docs with {backend} ...", file=sys.stderr, flush=True)
+    vecs = get(backend).embed(docs)
+    cache.mkdir(parents=True, exist_ok=True)
+    np.save(path, vecs)
+    return vecs
+
+
+def ndcg_at_10(ranked: list[str], rels: dict[str, int]) -> float:
+    dcg = sum(rels.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
+    ideal = sorted(rels.values(), reverse=True)[:10]
+    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def evaluate(backend: str, corpus, queries, qrels, cache: Path) -> float:
+    ids = [d["_id"] for d in corpus]
+    doc_vecs = corpus_vectors(backend, [f"{d['title']} {d['text']}".strip() for d in corpus], cache)
+    qids = [q for q in qrels if q in queries]
+    q_vecs = get(backend).embed([queries[q] for q in qids])
+    scores = q_vecs @ doc_vecs.T
+    top = np.argsort(-scores, axis=1)[:, :10]
+    return float(np.mean([ndcg_at_10([ids[j] for j in top[i]], qrels[q]) for i, q in enumerate(qids)]))
+
+
+# ------------------------------------------------------------------------------ report
+
+
+def machine() -> str:
+    mem = next((line.split()[1] for line in open("/proc/meminfo") if line.startswith("MemTotal")), "0")
+    import onnxruntime
+
+    return (f"{len(os.sched_getaffinity(0))} cores ({platform.processor() or platform.machine()}), "
+            f"{int(mem) / 2**20:.0f} GB RAM, no GPU; load average at start {os.getloadavg()[0]:.1f}; "
+            f"Python {platform.python_version()}, onnxruntime {onnxruntime.__version__}")
+
+
+def report(cold, speed, quality, n_texts: int, tokens: list[int]) -> str:
+    import torch
+
+    st = next(r["per_s"] for r in speed if r["backend"] == "st")
+    lines = [f"Machine: {machine()}, torch {torch.__version__}.",
+             f"Model: {embed.DEFAULT_MODEL} (max 256 word pieces). Threads: torch "
+             f"{torch.get_num_threads()}, onnxruntime intra-op {embed._threads()}. Batch 32 everywhere.",
+             "", "### (a) Cold process (s)", "", "| process | min | median | max | vs ST import |",
+             "|---|---|---|---|---|"]
+    base = cold[0]["median"]
+    for r in cold:
+        lines.append(f"| {r['case']} | {r['min']:.2f} | {r['median']:.2f} | {r['max']:.2f} | "
+                     f"{base / r['median']:.1f}x faster |" if r is not cold[0] else
+                     f"| {r['case']} | {r['min']:.2f} | {r['median']:.2f} | {r['max']:.2f} | 1.0x |")
+    lines += ["", f"### (b) Throughput: {n_texts} NFCorpus abstracts (title + text, <= 1,600 chars; "
+              f"word pieces median {int(np.median(tokens))}, {np.mean(np.array(tokens) >= 256):.0%} cut at 256)",
+              "", "| embedder | passages/s | vs ST fp32 |", "|---|---|---|"]
+    lines += [f"| {r['backend']} | {r['per_s']:.1f} | {r['per_s'] / st:.2f}x |" for r in speed]
+    lines += ["", "### (c) NFCorpus test, dense only, nDCG@10 (323 queries, 3,633 docs)", "",
+              "| embedder | nDCG@10 | vs ST fp32 |", "|---|---|---|"]
+    lines += [f"| {b} | {v:.4f} | {v - quality['st']:+.4f} |" for b, v in quality.items()]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--nfcorpus", type=Path, required=True, help="BEIR NFCorpus folder")
+    ap.add_argument("--passages", type=int, default=800, help="passages for the throughput test")
+    ap.add_argument("--runs", type=int, default=5, help="cold-process runs per case")
+    ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "ragcli-bench-embed")
+    ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "benchmarks-embed.md")
+    ap.add_argument("--skip-quality", action="store_true", help="leave out (c)")
+    args = ap.parse_args()
+
+    corpus, queries, qrels = load_nfcorpus(args.nfcorpus)
+    cold = cold_start(args.runs)
+    texts = [f"{d['title']}. {d['text']}"[:1600] for d in corpus[: args.passages]]
+    tokens = get("onnx").token_counts(texts)
+    speed = throughput(texts)
+    quality = {} if args.skip_quality else {
+        b: evaluate(b, corpus, queries, qrels, args.cache) for b in ("st", *ONNX_BACKENDS)}
+    table = report(cold, speed, quality or {"st": float("nan")}, len(texts), tokens)
+    print(table)
+    if args.doc:
+        args.doc.parent.mkdir(parents=True, exist_ok=True)
+        args.doc.write_text("# Embedding benchmark (generated by bench/bench_embed.py)\n\n" + table + "\n",
+                            encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

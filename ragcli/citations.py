@@ -1,0 +1,441 @@
+"""Find, normalise and strip citation marks in generated text (pure string logic).
+
+The model is given passages labelled ``[S1]``, ``[S2]``, ... and figures ``[F1]``, ... and told to cite
+only those. ``validate`` finds every citation-like mark in its answer; each is either rewritten to the
+canonical form or removed, and every removal is reported as a ``RemovedCitation``.
+
+Decisions (documented here because the tests pin them):
+
+* A *mark* is a bracketed span: ``[...]``, ``(...)``, ``【...】``, ``［...］`` (optionally preceded by a
+  footnote caret ``^``) of at most ``MAX_SPAN`` characters once its inner marks are handled (and closed
+  within ``MAX_HOLD`` characters as written), on one line, whose content parses as a list
+  of citation items: labels ``S1``/``s 1``/``S1-S3``/``S1–3``, ``Source(s) 1, 2`` (= S1, S2), ``Ref 3``,
+  ``Figure/Fig. 2-31``, pages ``p. 45``/``pp. 4-5``/``page 45``, sections ``Section: X``/``Chapter 3``,
+  separated by ``,`` ``;`` ``&`` ``/`` or ``and``, optionally led in by "see", "cf.", "e.g." ...
+  Anything else in brackets is ordinary text and is never touched ("[sic]", "(see below)", "(2019)",
+  "(60 mg)", "(S)-ketamine", "(L5-S1)"). Bracket spans nest; inner marks are handled first, so removing
+  an inner mark can never leave ``()`` or ``[]`` behind nor assemble a new mark.
+* Canonical output: one bracket per label, adjacent, in the order written: ``[S1, S3]`` -> ``[S1][S3]``,
+  ``(S2)`` -> ``[S2]``, ``[s 1]`` -> ``[S1]``, ``^[S1]`` -> ``[S1]``, ``【S1】`` -> ``[S1]``.
+  Duplicates inside one mark are dropped.
+* ``Source N`` means ``SN`` (the label letter S stands for "source"). ``Ref N`` / ``Reference N`` are
+  removed ("ambiguous reference"). ``Figure N`` / ``Fig. N`` name the *book's* figure numbers, which are
+  not our ``F`` labels: removed unless ``figure_labels`` maps that number to a given label.
+* Bare numbers ``[1]``, ``[1, 2]``, ``[1-3]`` are ambiguous and removed ("bare number"), except as
+  code: directly attached to an identifier (``x[1]``, ``arr[0][2]``) or inside a backtick span. In
+  parentheses, numbers alone are ordinary text ("(1)", "(2019)").
+* Pages / sections: removed unless ``page_labels`` / ``section_titles`` say which given label sits on
+  that page / in that section; then the mark becomes those labels. Keys are compared case-insensitively
+  with unified dashes and quotes; a page range ``4-5`` not found as a key is looked up page by page.
+* Whitespace left by a removal is cleaned: no double spaces, no space before ``.,;:!?)]``, none after an
+  opening bracket or at the start; newlines are kept. Text away from a removed mark is never changed.
+* Labels are one letter and a number (``S1``, ``F2``); the letters S and F, plus the first letter of every
+  valid label, are recognised as label letters.
+
+Known limits: "(S1)" or "(S1-S2)" meaning the sacral nerve root is read as a citation; a group longer
+than ``MAX_SPAN`` characters is prose; prose mentions ("as shown on page 45") are not marks.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragcli.types import RemovedCitation, ValidatedText
+
+MAX_SPAN = 80  # longest mark (brackets included, inner marks already handled); longer is prose
+MAX_HOLD = 4 * MAX_SPAN  # a bracket not closed within this many characters is prose (stream hold-back)
+
+UNKNOWN_LABEL = "unknown label"
+BARE_NUMBER = "bare number"
+PAGE_REFERENCE = "page reference"
+SECTION_REFERENCE = "section reference"
+FIGURE_REFERENCE = "figure reference"
+AMBIGUOUS_REFERENCE = "ambiguous reference"
+INVALID_RANGE = "invalid range"
+MALFORMED = "malformed citation"
+
+_OPEN = {"[": "]", "(": ")", "【": "】", "［": "］"}
+_CLOSE = set(_OPEN.values())
+_SQUARE = {"[", "【", "［"}
+_CLOSING_PUNCT = set(".,;:!?)]}】］…")
+_OPENING_PUNCT = set("([{【［“‘")
+_DASH = "\\-–—‐‑"
+_MAX_RANGE = 20
+_MORE, _NONE = -2, -1
+
+_LEAD_IN = re.compile(
+    r"^(?:see\s+also|see|cf\.?|compare|e\.g\.|i\.e\.|from|in|per|according\s+to"
+    r"|as\s+(?:shown|described|noted|stated|discussed)\s+in)(?:\s*[,:]\s*|\s+|$)",
+    re.I,
+)
+_SECTION = re.compile(
+    r"^(?:the\s+)?(?:(?:section|chapter)\b|sect\.|sec\.|chap\.|ch\.|§)\s*(?:[:#]\s*)?"
+    r"(?:(?:on|titled|entitled|called|named)\s+)?(?P<title>\S.*)$",
+    re.I,
+)
+_NOT_TITLES = {"below", "above", "later", "earlier", "before", "after"}
+_SEP = re.compile(r"\s*(?:[,;&/]|\band\b)\s*|\s+(?=(?:pp?|pg)\.|pages?\b)", re.I)
+_KIND = re.compile(
+    r"^(?P<word>sources?|src\.?|passages?|refs?\.?|references?|citations?|figures?|figs?\.?"
+    r"|pages?|pp\.?|p\.|pgs?\.)\s*[:#]?\s*(?P<val>.*)$",
+    re.I,
+)
+_LABEL_VAL = re.compile(
+    rf"^(?P<p>[a-z])\s*(?P<n>\d+)(?:\s*[{_DASH}]\s*(?:(?P<p2>[a-z])\s*)?(?P<n2>\d+))?$", re.I
+)
+_NUM_VAL = re.compile(rf"^(?P<n>\d+)(?:\s*[{_DASH}]\s*(?P<n2>\d+))?$")
+_PAGE_VAL = re.compile(rf"^(?=.*\d|[ivxlcdm]+$)[0-9a-z]+(?:\s*[{_DASH}.]\s*[0-9a-z]+)*$", re.I)
+_FIG_VAL = re.compile(rf"^\d+(?:[{_DASH}.]\d+)*[a-z]?$", re.I)
+_CANONICAL = re.compile(r"\[([A-Z]\d+)\]")
+
+
+@dataclass
+class _Context:
+    valid: frozenset
+    prefixes: frozenset
+    pages: dict
+    sections: dict
+    figures: dict
+
+
+@dataclass
+class _Group:
+    kept: list
+    removed: list
+    bare_only: bool = False
+
+
+def _norm_label(label: str) -> str:
+    return re.sub(r"[\s\[\]]", "", label).upper()
+
+
+def _key(text: str) -> str:
+    text = re.sub(f"[{_DASH}]", "-", text.casefold())
+    text = re.sub(r"[\"'“”‘’«»]", "", text)
+    return re.sub(r"\s+", " ", text).strip(" .,;:")
+
+
+def _table(mapping: dict | None, valid: frozenset) -> dict:
+    out: dict[str, list[str]] = {}
+    for key, labels in (mapping or {}).items():
+        good = [_norm_label(lab) for lab in labels if _norm_label(lab) in valid]
+        keys = {_key(str(key)), re.sub(r"^\d+(?:\.\d+)*\s+", "", _key(str(key)))}  # "2.1 Skull"
+        for k in keys if good else ():
+            out.setdefault(k, []).extend(lab for lab in good if lab not in out.get(k, []))
+    return out
+
+
+def _make_context(valid_labels, page_labels=None, section_titles=None, figure_labels=None) -> _Context:
+    valid = frozenset(_norm_label(lab) for lab in valid_labels)
+    prefixes = frozenset({"S", "F"} | {lab[0] for lab in valid if re.fullmatch(r"[A-Z]\d+", lab)})
+    return _Context(valid, prefixes, _table(page_labels, valid), _table(section_titles, valid),
+                    _table(figure_labels, valid))
+
+
+def _lookup(value: str, table: dict) -> list[str]:
+    key = _key(value)
+    if key in table:
+        return table[key]
+    m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", key)
+    if not m or not 0 <= int(m[2]) - int(m[1]) <= _MAX_RANGE:
+        return []
+    return [lab for p in range(int(m[1]), int(m[2]) + 1) for lab in table.get(str(p), [])]
+
+
+def _word_kind(word: str) -> str:
+    word = word.lower().rstrip(".")
+    if word.startswith(("source", "src", "passage")):
+        return "S"
+    if word.startswith(("ref", "citation")):
+        return "ref"
+    if word.startswith("fig"):
+        return "figure"
+    return "page"
+
+
+def _expand(prefix: str, n: str, n2: str | None, prefix2: str | None = None) -> list[str] | None:
+    """Labels of one item; None for a range that makes no sense (reversed, mixed, too long)."""
+    if n2 is None:
+        return [f"{prefix}{int(n)}"]
+    if (prefix2 and prefix2.upper() != prefix) or not 0 <= int(n2) - int(n) <= _MAX_RANGE:
+        return None
+    return [f"{prefix}{k}" for k in range(int(n), int(n2) + 1)]
+
+
+def _parse_item(raw: str, inherited: str | None, ctx: _Context):
+    """-> ((kind, value), kind to inherit) or None when the item is not citation-like."""
+    inner = re.fullmatch(r"\0([A-Z])\d+", raw)
+    if inner:
+        return ("inner", [raw[1:]]), inner[1]
+    m = _KIND.match(raw)
+    word, val = (m["word"], m["val"]) if m and m["val"] else (None, raw)
+    kind = _word_kind(word) if word else inherited
+    lab = _LABEL_VAL.match(val)
+    if lab and lab["p"].upper() in ctx.prefixes and kind not in ("page", "figure"):
+        p = lab["p"].upper()
+        return ("label", _expand(p, lab["n"], lab["n2"], lab["p2"])), p
+    if kind == "page" and _PAGE_VAL.match(val):
+        return ("page", val), kind
+    if kind == "figure" and _FIG_VAL.match(val):
+        return ("figure", val), kind
+    num = _NUM_VAL.match(val)
+    if num and kind in ctx.prefixes:
+        return ("label", _expand(kind, num["n"], num["n2"])), kind
+    if num and kind in (None, "ref"):
+        return ("bare" if kind is None else "ref", val), kind
+    return None
+
+
+def _resolve(kind: str, value, raw: str, ctx: _Context) -> tuple[list[str], list[tuple[str, str]]]:
+    """One parsed item -> (labels kept, [(text, reason) removed])."""
+    if kind in ("label", "inner"):
+        if value is None:
+            return [], [(raw, INVALID_RANGE)]
+        return ([lab for lab in value if lab in ctx.valid],
+                [(lab, UNKNOWN_LABEL) for lab in value if lab not in ctx.valid])
+    if kind in ("page", "figure", "section"):
+        table = {"page": ctx.pages, "figure": ctx.figures, "section": ctx.sections}[kind]
+        found = _lookup(value, table)
+        reason = {"page": PAGE_REFERENCE, "figure": FIGURE_REFERENCE, "section": SECTION_REFERENCE}
+        return (found, []) if found else ([], [(raw, reason[kind])])
+    reason = {"bare": BARE_NUMBER, "ref": AMBIGUOUS_REFERENCE}.get(kind, MALFORMED)
+    return [], [(raw, reason)]
+
+
+def _items(body: str, square: bool, ctx: _Context) -> list[tuple[str, object, str]] | None:
+    """Split a group body into (kind, value, raw) items; None when it is not a citation group."""
+    sec = _SECTION.match(body)
+    if sec:
+        title = sec["title"].strip(" \"'“”‘’«».,;:")
+        if not title or title.lower() in _NOT_TITLES:
+            return None
+        return [("section", title, body)]
+    out, inherited = [], None
+    for raw in (part.strip() for part in _SEP.split(body)):
+        if not raw:
+            continue
+        parsed = _parse_item(raw, inherited, ctx)
+        if parsed is None and not square:
+            return None
+        (kind, value), inherited = parsed if parsed else (("malformed", raw), inherited)
+        out.append((kind, value, raw))
+    kinds = {kind for kind, _, _ in out}
+    if not out or kinds <= {"bare", "malformed"} and not (square and kinds == {"bare"}):
+        return None
+    if "malformed" in kinds and "label" not in kinds:  # prose around inner marks stays prose
+        return None
+    return out
+
+
+def _parse_group(content: str, square: bool, ctx: _Context, emptied: bool, mark: str) -> _Group | None:
+    """Parse a bracket's content (inner marks already handled) as a citation group."""
+    body = _CANONICAL.sub(", \0\\1, ", content.replace("\0", " "))  # inner marks become items
+    body = re.sub(r"[\[\]【】［］]", " ", body).strip(" ,;")
+    body = _LEAD_IN.sub("", body, count=1).strip()
+    if not body:
+        return _Group([], []) if emptied else None
+    items = _items(body, square, ctx)
+    if items is None:
+        return None
+    kept: list[str] = []
+    removed: list[tuple[str, str]] = []
+    for kind, value, raw in items:
+        labels, gone = _resolve(kind, value, raw, ctx)
+        kept += [lab for lab in labels if lab not in kept]
+        removed += gone
+    if not kept and len(removed) == 1:
+        removed = [(mark, removed[0][1])]
+    bare = all(kind == "bare" for kind, _, _ in items)
+    return _Group(kept, [RemovedCitation(text, why) for text, why in removed], bare)
+
+
+def _find_close(buf: str, i: int, limit: int) -> int:
+    """Index of the bracket closing buf[i]; _NONE if it is not a mark span, _MORE if undecided yet."""
+    stack = [_OPEN[buf[i]]]
+    j = i + 1
+    while j < len(buf):
+        if j >= limit or buf[j] in "\r\n":
+            return _NONE
+        ch = buf[j]
+        if ch in _OPEN:
+            stack.append(_OPEN[ch])
+        elif ch in _CLOSE:
+            if ch != stack[-1]:
+                return _NONE
+            stack.pop()
+            if not stack:
+                return j
+        j += 1
+    return _NONE if j >= limit else _MORE
+
+
+def _join_gap(left: str, right: str, nxt: str | None, last: str) -> str:
+    """What to keep where marks were removed: left/right = whitespace (and held , ;) around them."""
+    sep = next((ch for ch in right if ch in ",;"), "")  # a separator after the last removed mark
+    left, right = left.replace(",", "").replace(";", ""), right.replace(",", "").replace(";", "")
+    if "\n" in left or "\n" in right:
+        return left.rstrip(" \t") + (right if "\n" in right else "")
+    if nxt is None or nxt in _CLOSING_PUNCT or not last or last in _OPENING_PUNCT:
+        return ""
+    return sep + (" " if left or right else "")
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+class _Engine:
+    """Left-to-right transducer shared by ``validate`` and ``StreamFilter``.
+
+    Output is emitted as soon as it cannot change: whitespace is held until the next visible character
+    (a removed mark may swallow it), and an opening bracket until its span is decided.
+    """
+
+    def __init__(self, ctx: _Context, opener: str = "", in_code: bool = False):
+        self._ctx = ctx
+        self._buf = ""
+        self._ws = ""
+        self._gap_left: str | None = None  # whitespace before removed mark(s) awaiting resolution
+        self._last_out = opener
+        self._prev_src = opener
+        self._code_chain = False
+        self._in_code = in_code
+        self._after_mark = False  # a "," or ";" right after a mark is held with the whitespace
+        self.removed: list[RemovedCitation] = []
+        self.citations: list[str] = []
+
+    def feed(self, chunk: str) -> str:
+        self._buf += chunk
+        return self._run(final=False)
+
+    def flush(self) -> str:
+        out = self._run(final=True)
+        return out + self._release(None)
+
+    def _run(self, final: bool) -> str:
+        out: list[str] = []
+        buf, i = self._buf, 0
+        while i < len(buf):
+            ch = buf[i]
+            if ch.isspace() or (ch in ",;" and self._after_mark):
+                self._ws += ch
+                self._prev_src, self._code_chain = ch, False
+                i += 1
+                continue
+            if ch in _OPEN or ch == "^":
+                step = self._mark(buf, i, final, out)
+                if step == _MORE:
+                    break
+                if step > 0:
+                    i = step
+                    continue
+            out.append(self._release(ch) + ch)
+            self._note(ch)
+            i += 1
+        self._buf = buf[i:]
+        return "".join(out)
+
+    def _note(self, ch: str) -> None:
+        self._last_out = self._prev_src = ch
+        self._code_chain = self._after_mark = False
+        if ch == "`":
+            self._in_code = not self._in_code
+
+    def _release(self, nxt: str | None) -> str:
+        ws, left = self._ws, self._gap_left
+        self._ws, self._gap_left = "", None
+        return ws if left is None else _join_gap(left, ws, nxt, self._last_out)
+
+    def _mark(self, buf: str, i: int, final: bool, out: list[str]) -> int:
+        """Handle a span starting at buf[i]: new index, _MORE (wait), or _NONE (ordinary char)."""
+        start = i
+        while i < len(buf) and buf[i] == "^" and i - start < MAX_SPAN:  # footnote carets: ^[S1]
+            i += 1
+        if i >= len(buf):
+            return _NONE if final else _MORE
+        if buf[i] not in _OPEN:
+            return _NONE
+        end = _find_close(buf, i, i + MAX_HOLD)
+        if end == _MORE:
+            return _NONE if final else _MORE
+        if end == _NONE:
+            return _NONE
+        sub = _Engine(self._ctx, buf[i], self._in_code)
+        inner = sub.feed(buf[i + 1:end]) + sub.flush()
+        square = buf[i] in _SQUARE
+        group = None
+        if len(inner) + 2 <= MAX_SPAN:
+            group = _parse_group(inner, square, self._ctx, bool(sub.removed), buf[start:end + 1])
+        if group is None or (group.bare_only and self._is_code()):
+            if start != i:
+                return _NONE  # the caret is ordinary text; the bracket is handled next
+            self._block(out, buf[i] + inner + buf[end], sub, code=group is not None)
+        else:
+            self._apply(out, group, sub, buf[end])
+        return end + 1
+
+    def _is_code(self) -> bool:
+        return self._in_code or self._code_chain or _is_word(self._prev_src)
+
+    def _block(self, out: list[str], text: str, sub: "_Engine", code: bool) -> None:
+        """Emit a bracket that is ordinary text (its inner marks already validated)."""
+        out.append(self._release(text[0]) + text)
+        self.removed += sub.removed
+        self._cite(sub.citations)
+        self._last_out = self._prev_src = text[-1]
+        self._in_code = sub._in_code
+        self._code_chain, self._after_mark = code, False
+
+    def _apply(self, out: list[str], group: _Group, sub: "_Engine", closer: str) -> None:
+        """Emit a citation mark in canonical form, or remove it and leave a gap."""
+        self.removed += sub.removed + group.removed
+        if group.kept:
+            out.append(self._release("[") + "".join(f"[{lab}]" for lab in group.kept))
+            self._cite(group.kept)
+            self._last_out = "]"
+        elif self._gap_left is None:
+            self._gap_left, self._ws = self._ws, ""
+        else:
+            self._gap_left, self._ws = self._gap_left + self._ws, ""
+        self._prev_src, self._code_chain, self._after_mark = closer, False, True
+
+    def _cite(self, labels: list[str]) -> None:
+        self.citations += [lab for lab in labels if lab not in self.citations]
+
+
+class StreamFilter(_Engine):
+    """Validate citations while text streams in.
+
+    ``feed(chunk)`` returns the text that is safe to print now, ``flush()`` the rest. It holds back only
+    whitespace and an unfinished bracket (at most ``MAX_HOLD`` characters), never prints an invalid
+    citation, and the concatenated output equals ``validate(full_text, ...).text``. ``.removed`` and
+    ``.citations`` are complete after ``flush()``.
+    """
+
+    def __init__(self, valid_labels, page_labels: dict[str, list[str]] | None = None,
+                 section_titles: dict[str, list[str]] | None = None,
+                 figure_labels: dict[str, list[str]] | None = None):
+        super().__init__(_make_context(valid_labels, page_labels, section_titles, figure_labels))
+
+
+def validate(text: str, valid_labels: set[str], page_labels: dict[str, list[str]] | None = None,
+             section_titles: dict[str, list[str]] | None = None,
+             figure_labels: dict[str, list[str]] | None = None) -> ValidatedText:
+    """Normalise valid citations to ``[S1]`` form, remove every other citation-like mark.
+
+    ``page_labels`` maps a page as a reader would write it ("45", "2-25") to the labels on that page;
+    ``section_titles`` maps a section title to the labels in it; ``figure_labels`` maps a book figure
+    number ("2-31") to its labels. A page/section/figure reference is replaced by those labels
+    (valid ones only) or removed.
+    """
+    stream = StreamFilter(valid_labels, page_labels, section_titles, figure_labels)
+    out = stream.feed(text) + stream.flush()
+    return ValidatedText(text=out, citations=stream.citations, removed=stream.removed)
+
+
+def cited_labels(text: str) -> list[str]:
+    """Labels cited in canonical marks (``[S1]``; also ``[S1, S2]``), in order of first use."""
+    labels: list[str] = []
+    for group in re.findall(r"\[([A-Z]\d+(?:\s*[,;]\s*[A-Z]\d+)*)\]", text):
+        labels += [lab for lab in re.split(r"\s*[,;]\s*", group) if lab not in labels]
+    return labels

@@ -1,0 +1,104 @@
+"""Shared CLI pieces: the app, common options, consoles, error -> exit code."""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import RagcliError
+
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    help="Ask questions of your PDF books, offline, with citations you can check.",
+)
+
+DbOpt = Annotated[Optional[str], typer.Option("--db", help="Corpus file (default: $RAGCLI_DB or the user data dir).",
+                                              show_default=False)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+EmbedOpt = Annotated[Optional[str], typer.Option("--embed-model", help="Embedding model name or path "
+                                                 "(default: the one recorded in the corpus).", show_default=False)]
+
+INTERNAL_ERROR = 70
+
+
+def console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def err(message: str) -> None:
+    console(stderr=True).print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+
+
+def warn(message: str) -> None:
+    console(stderr=True).print(f"[yellow]warning:[/] {message}", markup=True, highlight=False)
+
+
+def info(message: str) -> None:
+    console(stderr=True).print(message, markup=True, highlight=False)
+
+
+def handle_errors(fn):
+    """Turn the project's errors into one line on stderr and a documented exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except RagcliError as exc:
+            err(_escape(str(exc)))
+            raise typer.Exit(exc.exit_code)
+        except KeyboardInterrupt:
+            err("interrupted; nothing was changed by the unfinished step")
+            raise typer.Exit(130)
+        except typer.Exit:
+            raise
+        except Exception as exc:  # a bug: one line, unless debugging
+            if os.environ.get("RAGCLI_DEBUG"):
+                raise
+            err(f"internal error: {type(exc).__name__}: {_escape(str(exc))} (set RAGCLI_DEBUG=1 for a traceback)")
+            raise typer.Exit(INTERNAL_ERROR)
+
+    return wrapper
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def open_db(db: Optional[str], create: bool = True):
+    from .. import config, db as dbmod
+
+    return dbmod.connect(config.db_path(db), create=create)
+
+
+def embedder_for(conn, name: Optional[str] = None, quiet: bool = False):
+    """The embedder the corpus was built with (or the one asked for), loaded once, with a spinner."""
+    from .. import embed, store
+
+    recorded = store.embedding_model(conn)
+    name = name or (recorded[0] if recorded else embed.DEFAULT_MODEL)
+    store.check_embedding(conn, name)
+    if quiet or not sys.stderr.isatty():
+        return embed.get_embedder(name)
+    with console(stderr=True).status(f"loading embedding model {name}", spinner="dots"):
+        return embed.get_embedder(name)
+
+
+def run(app_: typer.Typer) -> None:
+    try:
+        app_()
+    except KeyboardInterrupt:
+        err("interrupted")
+        sys.exit(130)
+
+
+def path_arg(p: str) -> Path:
+    return Path(p).expanduser()

@@ -1,0 +1,35 @@
+"""search: hybrid retrieval, no model needed."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db
+
+
+@app.command()
+@handle_errors
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in any words.")],
+    book: Annotated[Optional[list[str]], typer.Option("--book", "-b", help="Limit to these book ids.")] = None,
+    k: Annotated[int, typer.Option("-k", min=1, max=1000, help="How many hits.")] = 10,
+    mode: Annotated[str, typer.Option(help="hybrid | dense | lexical")] = "hybrid",
+    db: DbOpt = None,
+    json_out: JsonOpt = False,
+    embed_model: EmbedOpt = None,
+) -> None:
+    """Find passages and figures by meaning and by word."""
+    from .. import retrieve
+    from ..render import hit_data, hits_table, print_json
+
+    conn = open_db(db, create=False)
+    retrieve.check_scope(conn, book)
+    embedder = embedder_for(conn, embed_model) if mode != "lexical" else None
+    result = retrieve.search(conn, embedder, query, k=k, mode=mode, book_ids=book)
+    if json_out:
+        print_json([hit_data(h) for h in result.hits])
+    elif not result.hits:
+        info("no passage matches; try other words or --mode dense")
+    else:
+        console().print(hits_table(result.hits, query))

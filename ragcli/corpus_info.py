@@ -1,0 +1,35 @@
+"""What `ragcli info` reports: location, contents, schema, embedding model, library versions."""
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+
+from . import db as dbmod
+from . import store
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def describe(conn) -> dict:
+    path = conn.execute("PRAGMA database_list").fetchone()[2]
+    model = store.embedding_model(conn)
+    sqlite_version, vec_version = conn.execute("SELECT sqlite_version(), vec_version()").fetchone()
+    return {
+        "corpus": path,
+        "schema_version": len(conn.execute("SELECT name FROM migrations").fetchall()),
+        "ragcli_schema_version": dbmod.schema_version(),
+        "embedding_model": model[0] if model else None,
+        "embedding_dim": model[1] if model else None,
+        "contents": store.counts(conn),
+        "versions": {
+            "ragcli": _version("ragcli"), "python": platform.python_version(), "sqlite": sqlite_version,
+            "sqlite-vec": vec_version, "pymupdf": _version("pymupdf"),
+            "sentence-transformers": _version("sentence-transformers"),
+            "llama-cpp-python": _version("llama_cpp_python"), "onnxruntime": _version("onnxruntime"),
+        },
+    }

@@ -1,0 +1,119 @@
+"""Open the corpus file: pragmas, sqlite-vec loaded, migrations applied, foreign files refused."""
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+
+from . import migrations
+from .errors import CorpusError
+
+try:  # a SQLite that can load extensions; many Python builds cannot (pyenv, macOS system Python)
+    import pysqlite3.dbapi2 as sqlite3  # type: ignore
+except ImportError:  # pragma: no cover - depends on the platform
+    import sqlite3  # type: ignore
+
+APP_ID = "ragcli"
+BUSY_TIMEOUT_MS = 10_000
+DatabaseError = sqlite3.DatabaseError
+OperationalError = sqlite3.OperationalError
+
+
+def schema_version() -> int:
+    return len(migrations.STEPS)
+
+
+def _load_vec(conn) -> None:
+    import sqlite_vec
+
+    if not hasattr(conn, "enable_load_extension"):
+        raise CorpusError("this Python's sqlite3 cannot load extensions; install pysqlite3-binary")
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    conn.enable_load_extension(False)
+
+
+def _applied(conn) -> list[str]:
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not tables:
+        return []
+    if "migrations" not in tables or "meta" not in tables:
+        raise CorpusError("not a ragcli corpus (a SQLite file with other tables)")
+    row = conn.execute("SELECT value FROM meta WHERE key='app'").fetchone()
+    if not row or row[0] != APP_ID:
+        raise CorpusError("not a ragcli corpus (meta.app is missing)")
+    return [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY rowid")]
+
+
+def _migrate(conn, path: Path) -> None:
+    applied = _applied(conn)
+    unknown = [name for name in applied if name not in migrations.known_names()]
+    if unknown:
+        raise CorpusError(
+            f"{path} was written by a newer ragcli (schema version {len(applied)}, this ragcli knows "
+            f"{schema_version()}); upgrade ragcli to use it"
+        )
+    todo = migrations.pending(applied)
+    if not todo:
+        return
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    with conn:
+        conn.execute("BEGIN IMMEDIATE")
+        if not applied:
+            conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        for name, fn in migrations.pending(_applied_in_tx(conn)):
+            fn(conn)
+            if name == "m001_initial":
+                conn.execute("INSERT INTO meta(key, value) VALUES ('app', ?)", (APP_ID,))
+            conn.execute("INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, now))
+
+
+def _applied_in_tx(conn) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY rowid")]
+
+
+def connect(path: Path, create: bool = True):
+    """Open (and create or upgrade) the corpus at `path`. Raises CorpusError with a clear message."""
+    path = Path(path)
+    if not path.exists():
+        if not create:
+            raise CorpusError(f"no corpus at {path}: run `ragcli ingest BOOK.pdf` first")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CorpusError(f"cannot create {path.parent}: {exc.strerror}") from exc
+    elif path.is_dir():
+        raise CorpusError(f"{path} is a directory, not a corpus file")
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        _set_wal(conn)
+        _load_vec(conn)
+        _migrate(conn, path)
+    except sqlite3.DatabaseError as exc:
+        raise CorpusError(describe(exc, path)) from exc
+    return conn
+
+
+def _set_wal(conn) -> None:
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    if mode != "wal":
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError:
+            pass  # read-only file: reading still works in its current mode
+    conn.execute("PRAGMA synchronous = NORMAL")
+
+
+def describe(exc: Exception, path: Path) -> str:
+    msg = str(exc)
+    if "not a database" in msg or "malformed" in msg:
+        return f"{path} is not a ragcli corpus (not a SQLite database)"
+    if "readonly" in msg or "read-only" in msg:
+        return f"{path} is read-only: cannot write to it"
+    if "locked" in msg or "busy" in msg:
+        return f"{path} is locked by another process; try again when it finishes"
+    if "unable to open" in msg:
+        return f"cannot open {path}: check the path and its permissions"
+    return f"{path}: {msg}"

@@ -1,0 +1,44 @@
+"""The project's own exceptions, each with its exit code (documented in the README).
+
+The CLI boundary turns these into a one-line message and the exit code; anything else is a bug and
+raises a traceback only when RAGCLI_DEBUG is set.
+"""
+from __future__ import annotations
+
+
+class RagcliError(Exception):
+    exit_code = 1
+
+
+class UsageError(RagcliError):
+    """Bad arguments or options the user gave."""
+
+    exit_code = 2
+
+
+class InputError(RagcliError):
+    """A file to ingest is missing, not a PDF, corrupt, encrypted, or has no text layer."""
+
+    exit_code = 3
+
+
+class CorpusError(RagcliError):
+    """The corpus file cannot be used: not a ragcli corpus, newer schema, read-only, locked."""
+
+    exit_code = 4
+
+
+class NotFoundError(RagcliError):
+    """An unknown book id, topic or summary number, or nothing found."""
+
+    exit_code = 5
+
+
+class ModelError(RagcliError):
+    """A language model or embedding model could not be loaded or used."""
+
+    exit_code = 6
+
+
+class Interrupted(RagcliError):
+    exit_code = 130

@@ -1,0 +1,132 @@
+"""File -> book in the store, in one transaction: a failed or interrupted ingest changes nothing."""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from . import chunking, store, vocabulary
+from .errors import InputError, UsageError
+from .types import ParsedBook
+
+Progress = Callable[[str, int, int], None]  # (phase: "pages" | "embed", done, total)
+SUPPORTED = (".pdf",)
+
+
+@dataclass
+class IngestResult:
+    path: str
+    status: str  # added | replaced | unchanged | failed
+    book_id: str = ""
+    title: str = ""
+    pages: int = 0
+    sections: int = 0
+    figures: int = 0
+    passages: int = 0
+    embedded: int = 0  # passages embedded now
+    reused: int = 0  # passages whose stored vector was reused (same text and model)
+    seconds: float = 0.0
+    error: str = ""
+    exit_code: int = 0
+    timings: dict = field(default_factory=dict)
+
+
+def discover(paths: Iterable[str]) -> list[Path]:
+    """Files named, and every supported file inside folders (recursively), in a stable order."""
+    found: list[Path] = []
+    for raw in paths:
+        p = Path(raw).expanduser()
+        if p.is_dir():
+            found.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in SUPPORTED))
+        else:
+            found.append(p)
+    return found
+
+
+def slug(text: str, limit: int = 32) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return s[:limit].rstrip("-") or "book"
+
+
+def parse_file(path: Path, password: Optional[str], title: Optional[str],
+               progress: Optional[Progress]) -> ParsedBook:
+    from . import pdf
+
+    if path.exists() and path.is_file() and path.suffix.lower() not in SUPPORTED:
+        with open(path, "rb") as fh:
+            if b"%PDF-" not in fh.read(1024):
+                raise InputError(f"{path}: not a PDF file (supported: {', '.join(SUPPORTED)})")
+    on_page = (lambda done, total: progress("pages", done, total)) if progress else None
+    return pdf.parse(path, password=password, title=title, on_page=on_page)
+
+
+def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, title: Optional[str] = None,
+                password: Optional[str] = None, replace: bool = False,
+                progress: Optional[Progress] = None) -> IngestResult:
+    t0 = time.perf_counter()
+    parsed = parse_file(path, password, title, progress)
+    t_parse = time.perf_counter()
+    same = store.book_by_hash(conn, parsed.file_hash)
+    if same and (book_id in (None, same.id)):
+        return IngestResult(str(path), "unchanged", same.id, same.title, same.page_count, same.sections,
+                            same.figures, same.passages, seconds=time.perf_counter() - t0)
+    book_id = book_id or slug(path.stem)
+    existing = store.book_by_id(conn, book_id)
+    if existing and not replace:
+        raise UsageError(f"book id '{book_id}' already holds a different file ({existing.path}); "
+                         f"use --replace to swap it, or --id NEW_ID to add this one beside it")
+    store.check_embedding(conn, embedder.name)
+    passages = chunking.chunk_book(parsed.sections, parsed.figures)
+    texts = [p.embed_text(parsed.title) for p in passages]
+    embed_hashes = [chunking.sha256(embedder.name + "\n" + t) for t in texts]
+    vectors, reused = _vectors(conn, embedder, texts, embed_hashes, progress)
+    t_embed = time.perf_counter()
+    terms = vocabulary.extract_terms(parsed)
+    term_vecs = embedder.embed([t for t, _, _ in terms]) if terms else []
+    labels = {p.number: p.label for p in parsed.pages}
+    with conn:  # one transaction: all of the book or nothing
+        conn.execute("BEGIN IMMEDIATE")
+        store.ensure_vector_tables(conn, embedder.name, embedder.dim)
+        if existing:
+            store.delete_book(conn, book_id)
+        store.insert_book(conn, book_id, parsed, labels)
+        store.insert_passages(conn, book_id, passages, [chunking.sha256(p.text) for p in passages],
+                              embed_hashes, vectors)
+        store.insert_terms(conn, book_id, terms, term_vecs)
+    t_end = time.perf_counter()
+    return IngestResult(
+        str(path), "replaced" if existing else "added", book_id, parsed.title, len(parsed.pages),
+        len(parsed.sections), len(parsed.figures), sum(p.kind == "passage" for p in passages),
+        embedded=len(passages) - reused, reused=reused, seconds=t_end - t0,
+        timings={"parse": t_parse - t0, "embed": t_embed - t_parse, "store": t_end - t_embed},
+    )
+
+
+def _vectors(conn, embedder, texts, hashes, progress) -> tuple[list[bytes], int]:
+    known = store.vectors_by_embed_hash(conn, hashes)
+    todo = [i for i, h in enumerate(hashes) if h not in known]
+    out: dict[int, bytes] = {}
+    batch = 64
+    total = len(todo)
+    if progress:
+        progress("embed", 0, total)
+    for start in range(0, total, batch):
+        idx = todo[start : start + batch]
+        vecs = embedder.embed([texts[i] for i in idx])
+        for i, vec in zip(idx, vecs):
+            out[i] = vec.astype("float32").tobytes()
+        if progress:
+            progress("embed", min(start + batch, total), total)
+    return [out[i] if i in out else known[hashes[i]] for i in range(len(texts))], len(texts) - total
+
+
+def remove_book(conn, book_id: str) -> None:
+    from .errors import NotFoundError
+
+    if not store.book_by_id(conn, book_id):
+        raise NotFoundError(f"no book with id '{book_id}' (see `ragcli books`)")
+    with conn:
+        conn.execute("BEGIN IMMEDIATE")
+        store.delete_book(conn, book_id)

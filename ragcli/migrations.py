@@ -1,0 +1,100 @@
+"""Append-only schema steps. A shipped step is never edited; new steps go at the end.
+
+Each step is recorded by name in the `migrations` table when applied, so a file knows its schema
+version (the number of steps applied) and a newer file is recognised and refused.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+STEPS: list[tuple[str, Callable]] = []
+
+
+def step(fn: Callable) -> Callable:
+    STEPS.append((fn.__name__, fn))
+    return fn
+
+
+@step
+def m001_initial(conn) -> None:
+    conn.executescript(
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE books (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL,
+            path TEXT NOT NULL,
+            file_hash TEXT NOT NULL,
+            page_count INTEGER NOT NULL,
+            ingested_at TEXT NOT NULL
+        );
+        CREATE TABLE pages (
+            book_id TEXT NOT NULL REFERENCES books(id) ON DELETE CASCADE,
+            number INTEGER NOT NULL,
+            label TEXT NOT NULL,
+            PRIMARY KEY (book_id, number)
+        );
+        CREATE TABLE sections (
+            id INTEGER PRIMARY KEY,
+            book_id TEXT NOT NULL REFERENCES books(id) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL,
+            path TEXT NOT NULL,          -- JSON list of titles, outermost first
+            page_start INTEGER NOT NULL,
+            page_end INTEGER NOT NULL
+        );
+        CREATE INDEX sections_book ON sections(book_id);
+        CREATE TABLE figures (
+            id INTEGER PRIMARY KEY,
+            book_id TEXT NOT NULL REFERENCES books(id) ON DELETE CASCADE,
+            number TEXT NOT NULL,
+            caption TEXT NOT NULL,
+            page INTEGER NOT NULL,
+            bbox TEXT,                   -- JSON [x0, y0, x1, y1] of the nearest image, or NULL
+            section_path TEXT NOT NULL   -- JSON list
+        );
+        CREATE INDEX figures_book ON figures(book_id);
+        CREATE TABLE passages (
+            id INTEGER PRIMARY KEY,
+            book_id TEXT NOT NULL REFERENCES books(id) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL,
+            kind TEXT NOT NULL,          -- 'passage' | 'figure'
+            figure_number TEXT,
+            section_path TEXT NOT NULL,  -- JSON list
+            heading TEXT NOT NULL,       -- section path as text, indexed by FTS5
+            page_start INTEGER NOT NULL,
+            page_end INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            text_hash TEXT NOT NULL,     -- sha256 of the shown text (summaries check staleness)
+            embed_hash TEXT NOT NULL     -- sha256 of model + embedded text (re-embedding is skipped)
+        );
+        CREATE INDEX passages_book ON passages(book_id);
+        CREATE INDEX passages_embed_hash ON passages(embed_hash);
+        CREATE VIRTUAL TABLE passages_fts USING fts5(
+            text, heading, content='passages', content_rowid='id', tokenize='porter unicode61'
+        );
+        CREATE TRIGGER passages_ai AFTER INSERT ON passages BEGIN
+            INSERT INTO passages_fts(rowid, text, heading) VALUES (new.id, new.text, new.heading);
+        END;
+        CREATE TRIGGER passages_ad AFTER DELETE ON passages BEGIN
+            INSERT INTO passages_fts(passages_fts, rowid, text, heading)
+            VALUES ('delete', old.id, old.text, old.heading);
+        END;
+        CREATE TABLE terms (
+            id INTEGER PRIMARY KEY,
+            book_id TEXT NOT NULL REFERENCES books(id) ON DELETE CASCADE,
+            term TEXT NOT NULL,
+            source TEXT NOT NULL,        -- heading | glossary | index | frequent | figure
+            weight REAL NOT NULL DEFAULT 1.0
+        );
+        CREATE INDEX terms_book ON terms(book_id);
+        """
+    )
+
+
+def pending(applied: list[str]) -> list[tuple[str, Callable]]:
+    done = set(applied)
+    return [(name, fn) for name, fn in STEPS if name not in done]
+
+
+def known_names() -> set[str]:
+    return {name for name, _ in STEPS}

@@ -1,0 +1,259 @@
+"""PDF -> pages, sections, figures with pymupdf. No database here.
+
+Pages are read one at a time (a 2,000-page book streams), lines repeated in the top or bottom band of
+many pages (running headers, footers) are dropped, printed page labels are kept beside physical pages,
+sections come from the outline (refined by detected headings when it is shallow) or from headings
+found by font size and weight, or else one per page.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+from .errors import InputError
+from .types import Figure, Page, ParsedBook, Section
+
+BAND = 0.08  # top/bottom fraction of the page where running headers and footers live
+CAPTION_RE = re.compile(
+    r"^\s*(?P<word>Figure|FIGURE|Fig\.|FIG\.|Fig)\s*(?P<num>[A-Z]?\d+(?:[-.]\d+)*[a-z]?)\s*[.:\-–—]?\s*(?P<rest>.*)",
+    re.S,
+)
+PAGE_NUM_RE = re.compile(r"^(?:page\s+)?([A-Z]?-?\d{1,4}(?:-\d{1,4})?|[ivxlcdm]{1,7})$", re.I)
+NOT_HEADINGS = {"warning", "danger", "note", "caution", "notes", "contents", "table of contents"}
+
+
+@dataclass
+class Line:
+    text: str
+    y0: float
+    y1: float
+    size: float
+    bold: bool
+
+
+@dataclass
+class Block:
+    page: int  # physical, 1-based
+    y0: float
+    lines: list[Line]
+    kind: str = "text"
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line.text for line in self.lines)
+
+
+@dataclass
+class RawPage:
+    number: int
+    height: float
+    blocks: list[Block]
+    images: list[tuple[float, float, float, float]] = field(default_factory=list)
+    pdf_label: str = ""
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def open_pdf(path: Path, password: Optional[str] = None):
+    """Open a PDF or raise InputError with a clear reason."""
+    import pymupdf
+
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory")
+    with open(path, "rb") as fh:
+        head = fh.read(1024)
+    if b"%PDF-" not in head:
+        raise InputError(f"{path}: not a PDF file")
+    try:
+        doc = pymupdf.open(str(path), filetype="pdf")
+    except Exception as exc:  # pymupdf raises several types for damaged files
+        raise InputError(f"{path}: cannot be read as a PDF ({exc})") from exc
+    if doc.needs_pass:
+        if not password:
+            raise InputError(f"{path}: the PDF is encrypted; give its password with --password")
+        if not doc.authenticate(password):
+            raise InputError(f"{path}: wrong password for the encrypted PDF")
+    if doc.page_count == 0:
+        raise InputError(f"{path}: the PDF has no pages (truncated or damaged)")
+    return doc
+
+
+def _read_lines(block: dict) -> list[Line]:
+    """Lines of a text block; spans on the same baseline are joined."""
+    out: list[Line] = []
+    for line in block.get("lines", []):
+        spans = [s for s in line["spans"] if s["text"].strip()]
+        if not spans:
+            continue
+        text = "".join(s["text"] for s in line["spans"]).strip()
+        bold = all((s["flags"] & 16) or "bold" in s["font"].lower() or "black" in s["font"].lower()
+                   for s in spans)
+        size = max(s["size"] for s in spans)
+        y0, y1 = line["bbox"][1], line["bbox"][3]
+        if out and abs(out[-1].y0 - y0) < 2:  # same visual line, split into two pymupdf lines
+            prev = out[-1]
+            out[-1] = Line(prev.text + " " + text, prev.y0, max(prev.y1, y1), max(prev.size, size),
+                           prev.bold and bold)
+        else:
+            out.append(Line(text, y0, y1, size, bold))
+    return out
+
+
+def read_pages(doc, on_page: Optional[Callable[[int], None]] = None) -> Iterator[RawPage]:
+    """Yield each page's text blocks with positions, fonts and image boxes, one page at a time."""
+    for index in range(doc.page_count):
+        try:
+            page = doc.load_page(index)
+            data = page.get_text("dict", flags=0)
+            images = [tuple(info["bbox"]) for info in page.get_image_info()]
+            label = page.get_label() or ""
+            height = page.rect.height
+        except Exception as exc:
+            raise InputError(f"page {index + 1} cannot be read ({exc}); the PDF looks damaged") from exc
+        blocks = []
+        for b in data["blocks"]:
+            if b.get("type", 0) != 0:
+                continue
+            lines = _read_lines(b)
+            if lines:
+                blocks.append(Block(index + 1, lines[0].y0, lines))
+        yield RawPage(index + 1, height, blocks, images, label)
+        if on_page:
+            on_page(index + 1)
+
+
+def _band_key(text: str) -> str:
+    return re.sub(r"\d+", "#", re.sub(r"\s+", " ", text.strip().lower()))
+
+
+def strip_running_lines(pages: list[RawPage]) -> dict[int, str]:
+    """Remove running headers/footers in place; return printed page labels found in the bands."""
+    counts: Counter = Counter()
+    for p in pages:
+        keys = {_band_key(l.text) for b in p.blocks for l in b.lines if _in_band(l, p.height)}
+        counts.update(keys)
+    threshold = max(3, int(0.3 * len(pages)))
+    repeated = {k for k, n in counts.items() if n >= threshold}
+    printed: dict[int, str] = {}
+    for p in pages:
+        for b in p.blocks:
+            kept = []
+            for line in b.lines:
+                if _in_band(line, p.height):
+                    m = PAGE_NUM_RE.match(line.text.strip())
+                    if m:
+                        printed.setdefault(p.number, m.group(1))
+                        continue
+                    if _band_key(line.text) in repeated:
+                        continue
+                kept.append(line)
+            b.lines = kept
+        p.blocks = [b for b in p.blocks if b.lines]
+    return printed
+
+
+def _in_band(line: Line, height: float) -> bool:
+    return line.y1 < height * BAND + 12 or line.y0 > height * (1 - BAND) - 12
+
+
+def body_size(pages: list[RawPage]) -> float:
+    sizes: Counter = Counter()
+    for p in pages:
+        for b in p.blocks:
+            for line in b.lines:
+                sizes[round(line.size, 1)] += len(line.text)
+    return sizes.most_common(1)[0][0] if sizes else 10.0
+
+
+def is_heading(line: Line, body: float) -> bool:
+    text = line.text.strip()
+    if not (2 <= len(text) <= 80) or not re.search(r"[A-Za-z]{2}", text):
+        return False
+    if text.lower().rstrip(".:") in NOT_HEADINGS or CAPTION_RE.match(text):
+        return False
+    if text.endswith((",", ";")) or PAGE_NUM_RE.match(text) or text[0].islower():
+        return False
+    if re.search(r"\b(warning|danger|caution|note)\b", text, re.I):
+        return False
+    return line.size >= body + 1.5 or (line.bold and len(text.split()) <= 10)
+
+
+def find_figures(pages: list[RawPage]) -> list[Figure]:
+    """Captions that start a block ("Figure 2-31.", "Fig. 3", "Figure 2.1:", "FIGURE 4")."""
+    figures: list[Figure] = []
+    seen: set[str] = set()
+    for p in pages:
+        for b in p.blocks:
+            m = CAPTION_RE.match(b.lines[0].text)
+            if not m or m.group("num") in seen:
+                continue
+            rest = m.group("rest").strip()
+            if rest[:1].islower() or (not rest and len(b.lines) == 1):
+                continue  # a reference in running text ("Figure 2 shows ...")
+            seen.add(m.group("num"))
+            caption = " ".join(l.text for l in b.lines[:4])
+            figures.append(Figure(m.group("num"), caption.strip(), p.number, _nearest_image(p, b.y0)))
+    return figures
+
+
+def _nearest_image(p: RawPage, y: float):
+    if not p.images:
+        return None
+    return min(p.images, key=lambda box: min(abs(box[1] - y), abs(box[3] - y)))
+
+
+def parse(path: Path, password: Optional[str] = None, title: Optional[str] = None,
+          on_page: Optional[Callable[[int, int], None]] = None) -> ParsedBook:
+    """Read a PDF into a ParsedBook. Raises InputError for unusable files."""
+    from .sections import build_sections
+
+    doc = open_pdf(path, password)
+    try:
+        total = doc.page_count
+        pages = list(read_pages(doc, (lambda n: on_page(n, total)) if on_page else None))
+        toc = doc.get_toc(simple=False)
+        meta_title = (doc.metadata or {}).get("title") or ""
+    finally:
+        doc.close()
+    if sum(len(b.text) for p in pages for b in p.blocks) < 20 * max(1, len(pages) // 10):
+        raise InputError(f"{path}: no text layer (a scanned PDF?); OCR is not supported")
+    printed = strip_running_lines(pages)
+    labels = {p.number: (p.pdf_label or printed.get(p.number) or str(p.number)) for p in pages}
+    figures = find_figures(pages)
+    sections = build_sections(pages, toc, body_size(pages))
+    for fig in figures:
+        fig.section_path = _section_at(sections, fig.page)
+    book_pages = [Page(p.number, labels[p.number], "\n".join(b.text for b in p.blocks)) for p in pages]
+    return ParsedBook(
+        title=title or _good_title(meta_title) or path.stem.replace("_", " ").replace("-", " "),
+        pages=book_pages, sections=sections, figures=figures, source_path=str(path),
+        file_hash=file_sha256(path),
+    )
+
+
+def _good_title(meta_title: str) -> str:
+    """PDF titles are often junk ("42511cvr", "Microsoft Word - x.doc"); keep only plausible ones."""
+    t = meta_title.strip()
+    if len(t) < 4 or not re.search(r"[A-Za-z]{3,}\s+[A-Za-z]{2,}", t) or t.lower().startswith("microsoft"):
+        return ""
+    return t
+
+
+def _section_at(sections: list[Section], page: int) -> list[str]:
+    best: list[str] = []
+    for s in sections:
+        if s.page_start <= page <= s.page_end:
+            best = s.path
+    return best

@@ -1,0 +1,121 @@
+"""Query -> lexical (FTS5 BM25) and dense (sqlite-vec) legs -> reciprocal rank fusion -> hits."""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from . import store
+from .errors import NotFoundError, UsageError
+from .types import Hit
+
+RRF_K = 60
+MODES = ("hybrid", "dense", "lexical")
+STOPWORDS = frozenset("""a about above after again against all am an and any are as at be because been before
+being below between both but by can could did do does doing down during each few for from further had has
+have having he her here hers him his how i if in into is it its itself just me more most my no nor not now
+of off on once only or other our out over own same she should so some such than that the their them then
+there these they this those through to too under until up very was we were what when where which while who
+whom why will with would you your yours""".split())
+_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
+
+
+@dataclass
+class Query:
+    text: str
+    weight: float = 1.0
+    legs: tuple[str, ...] = ("lexical", "dense")
+
+
+@dataclass
+class SearchResult:
+    query: str
+    mode: str
+    hits: list[Hit]
+    timings: dict = field(default_factory=dict)
+    expansions: list[str] = field(default_factory=list)
+
+
+def fts_query(text: str) -> str:
+    """User text -> a safe FTS5 query: every word quoted (no operator can leak), ORed, stopwords out."""
+    words = [w for w in _WORD.findall(text) if w.lower() not in STOPWORDS]
+    if not words:
+        words = _WORD.findall(text)
+    seen, out = set(), []
+    for w in words:
+        key = w.lower()
+        if key not in seen:
+            seen.add(key)
+            out.append('"' + w.replace('"', '""') + '"')
+    return " OR ".join(out[:64])
+
+
+def rrf(rankings: Sequence[tuple[list[int], float]], k: int = RRF_K) -> dict[int, float]:
+    """Reciprocal rank fusion of several ranked id lists, each with a weight."""
+    scores: dict[int, float] = {}
+    for ids, weight in rankings:
+        for rank, pid in enumerate(ids):
+            scores[pid] = scores.get(pid, 0.0) + weight / (k + rank + 1)
+    return scores
+
+
+def check_scope(conn, book_ids: Optional[Sequence[str]]) -> None:
+    if not store.list_books(conn):
+        raise NotFoundError("the corpus is empty: add a book with `ragcli ingest BOOK.pdf`")
+    for book_id in book_ids or []:
+        if not store.book_by_id(conn, book_id):
+            raise NotFoundError(f"no book with id '{book_id}' (see `ragcli books`)")
+
+
+def search(conn, embedder, query: str, *, k: int = 10, mode: str = "hybrid",
+           book_ids: Optional[Sequence[str]] = None, extra: Sequence[Query] = (),
+           depth: int = 50) -> SearchResult:
+    """Hybrid by default. `extra` queries (expansions) join the fusion with their own weights."""
+    if mode not in MODES:
+        raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
+    if not query.strip():
+        raise UsageError("the query is empty")
+    check_scope(conn, book_ids)
+    timings: dict[str, float] = {}
+    depth = max(depth, k)
+    queries = [Query(query)] + list(extra)
+    lex_lists, dense_lists = [], []
+    lex_scores: dict[int, tuple[float, int]] = {}
+    dense_scores: dict[int, tuple[float, int]] = {}
+    if mode in ("hybrid", "lexical"):
+        t = time.perf_counter()
+        for q in queries:
+            if "lexical" in q.legs:
+                ranked = store.lexical_search(conn, fts_query(q.text), depth, book_ids)
+                lex_lists.append(([pid for pid, _ in ranked], q.weight))
+                _keep_first(lex_scores, ranked) if q is queries[0] else None
+        timings["lexical"] = time.perf_counter() - t
+    if mode in ("hybrid", "dense"):
+        t = time.perf_counter()
+        store.check_embedding(conn, embedder.name)
+        dense_queries = [q for q in queries if "dense" in q.legs]
+        vecs = embedder.embed([q.text for q in dense_queries])
+        timings["embed_query"] = time.perf_counter() - t
+        t = time.perf_counter()
+        for q, vec in zip(dense_queries, vecs):
+            ranked = store.dense_search(conn, vec, depth, book_ids)
+            dense_lists.append(([pid for pid, _ in ranked], q.weight))
+            _keep_first(dense_scores, ranked) if q is queries[0] else None
+        timings["dense"] = time.perf_counter() - t
+    fused = rrf(lex_lists + dense_lists)
+    top = sorted(fused, key=lambda pid: -fused[pid])[:k]
+    hits_by_id = store.fetch_hits(conn, top)
+    hits = []
+    for rank, pid in enumerate(top, 1):
+        hit = hits_by_id[pid]
+        hit.rank, hit.score = rank, fused[pid]
+        hit.lexical_score, hit.lexical_rank = lex_scores.get(pid, (None, None))
+        hit.dense_score, hit.dense_rank = dense_scores.get(pid, (None, None))
+        hits.append(hit)
+    return SearchResult(query, mode, hits, timings, [q.text for q in extra])
+
+
+def _keep_first(target: dict, ranked: list[tuple[int, float]]) -> None:
+    for rank, (pid, score) in enumerate(ranked, 1):
+        target.setdefault(pid, (score, rank))

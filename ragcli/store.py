@@ -1,0 +1,220 @@
+"""Every SQL statement of ragcli lives here."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+from .errors import CorpusError
+from .types import Book, Hit, ParsedBook, Passage
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# -- meta ----------------------------------------------------------------------------------------
+
+def get_meta(conn, key: str) -> Optional[str]:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(conn, key: str, value: str) -> None:
+    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?",
+                 (key, value, value))
+
+
+def embedding_model(conn) -> Optional[tuple[str, int]]:
+    name, dim = get_meta(conn, "embedding_model"), get_meta(conn, "embedding_dim")
+    return (name, int(dim)) if name and dim else None
+
+
+def check_embedding(conn, name: str) -> None:
+    """Refuse to mix vectors of two models in one corpus."""
+    recorded = embedding_model(conn)
+    if recorded and recorded[0] != name:
+        raise CorpusError(
+            f"this corpus was embedded with {recorded[0]}, not {name}; use --embed-model {recorded[0]}, "
+            f"or re-embed everything with `ragcli reembed --embed-model {name}`"
+        )
+
+
+def ensure_vector_tables(conn, name: str, dim: int) -> None:
+    """Create the vec0 tables for this model's dimension and record the model (inside a transaction)."""
+    check_embedding(conn, name)
+    if embedding_model(conn) is None:
+        set_meta(conn, "embedding_model", name)
+        set_meta(conn, "embedding_dim", str(dim))
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS passage_vec USING vec0("
+        f"book_id text, embedding float[{dim}] distance_metric=cosine)"
+    )
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS term_vec USING vec0("
+        f"book_id text, embedding float[{dim}] distance_metric=cosine)"
+    )
+
+
+def has_vectors(conn) -> bool:
+    return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'passage_vec'").fetchone())
+
+
+# -- books ---------------------------------------------------------------------------------------
+
+def book_by_id(conn, book_id: str) -> Optional[Book]:
+    books = list_books(conn, [book_id])
+    return books[0] if books else None
+
+
+def book_by_hash(conn, file_hash: str) -> Optional[Book]:
+    row = conn.execute("SELECT id FROM books WHERE file_hash = ?", (file_hash,)).fetchone()
+    return book_by_id(conn, row[0]) if row else None
+
+
+def list_books(conn, ids: Optional[Sequence[str]] = None) -> list[Book]:
+    sql = """
+        SELECT b.id, b.title, b.path, b.file_hash, b.page_count, b.ingested_at,
+          (SELECT COUNT(*) FROM sections s WHERE s.book_id = b.id),
+          (SELECT COUNT(*) FROM figures f WHERE f.book_id = b.id),
+          (SELECT COUNT(*) FROM passages p WHERE p.book_id = b.id AND p.kind = 'passage')
+        FROM books b"""
+    args: list = []
+    if ids is not None:
+        sql += f" WHERE b.id IN ({','.join('?' * len(ids))})"
+        args = list(ids)
+    rows = conn.execute(sql + " ORDER BY b.ingested_at, b.id", args).fetchall()
+    return [Book(r[0], r[1], r[2], r[3], r[4], r[6], r[7], r[8], r[5]) for r in rows]
+
+
+def delete_book(conn, book_id: str) -> None:
+    """Delete a book and everything of it (call inside a transaction)."""
+    if has_vectors(conn):
+        conn.execute("DELETE FROM passage_vec WHERE book_id = ?", (book_id,))
+        conn.execute("DELETE FROM term_vec WHERE book_id = ?", (book_id,))
+    conn.execute("DELETE FROM passages WHERE book_id = ?", (book_id,))
+    conn.execute("DELETE FROM books WHERE id = ?", (book_id,))
+
+
+def vectors_by_embed_hash(conn, hashes: Iterable[str]) -> dict[str, bytes]:
+    """Stored vectors for passages whose embedded text (and model) is unchanged."""
+    if not has_vectors(conn):
+        return {}
+    found: dict[str, bytes] = {}
+    hashes = list(set(hashes))
+    for i in range(0, len(hashes), 500):
+        part = hashes[i : i + 500]
+        rows = conn.execute(
+            f"SELECT p.embed_hash, v.embedding FROM passages p JOIN passage_vec v ON v.rowid = p.id "
+            f"WHERE p.embed_hash IN ({','.join('?' * len(part))})", part).fetchall()
+        found.update({h: bytes(blob) for h, blob in rows})
+    return found
+
+
+def insert_book(conn, book_id: str, parsed: ParsedBook, labels: dict[int, str]) -> None:
+    conn.execute(
+        "INSERT INTO books(id, title, path, file_hash, page_count, ingested_at) VALUES (?,?,?,?,?,?)",
+        (book_id, parsed.title, parsed.source_path, parsed.file_hash, len(parsed.pages), now()))
+    conn.executemany("INSERT INTO pages(book_id, number, label) VALUES (?,?,?)",
+                     [(book_id, n, label) for n, label in labels.items()])
+    conn.executemany(
+        "INSERT INTO sections(book_id, ordinal, path, page_start, page_end) VALUES (?,?,?,?,?)",
+        [(book_id, i, json.dumps(s.path), s.page_start, s.page_end) for i, s in enumerate(parsed.sections)])
+    conn.executemany(
+        "INSERT INTO figures(book_id, number, caption, page, bbox, section_path) VALUES (?,?,?,?,?,?)",
+        [(book_id, f.number, f.caption, f.page, json.dumps(f.bbox) if f.bbox else None,
+          json.dumps(f.section_path)) for f in parsed.figures])
+
+
+def insert_passages(conn, book_id: str, passages: list[Passage], text_hashes: list[str],
+                    embed_hashes: list[str], vectors: list[bytes]) -> None:
+    for p, th, eh, vec in zip(passages, text_hashes, embed_hashes, vectors):
+        cur = conn.execute(
+            "INSERT INTO passages(book_id, ordinal, kind, figure_number, section_path, heading, page_start,"
+            " page_end, text, text_hash, embed_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (book_id, p.ordinal, p.kind, p.figure_number, json.dumps(p.section_path),
+             " › ".join(p.section_path), p.page_start, p.page_end, p.text, th, eh))
+        conn.execute("INSERT INTO passage_vec(rowid, book_id, embedding) VALUES (?,?,?)",
+                     (cur.lastrowid, book_id, vec))
+
+
+def insert_terms(conn, book_id: str, terms: list[tuple[str, str, float]], vectors: np.ndarray) -> None:
+    for (term, source, weight), vec in zip(terms, vectors):
+        cur = conn.execute("INSERT INTO terms(book_id, term, source, weight) VALUES (?,?,?,?)",
+                           (book_id, term, source, weight))
+        conn.execute("INSERT INTO term_vec(rowid, book_id, embedding) VALUES (?,?,?)",
+                     (cur.lastrowid, book_id, np.asarray(vec, dtype=np.float32).tobytes()))
+
+
+# -- retrieval -----------------------------------------------------------------------------------
+
+def _book_filter(book_ids: Optional[Sequence[str]], column: str) -> tuple[str, list]:
+    if not book_ids:
+        return "", []
+    return f" AND {column} IN ({','.join('?' * len(book_ids))})", list(book_ids)
+
+
+def lexical_search(conn, fts_query: str, k: int, book_ids: Optional[Sequence[str]] = None,
+                   kinds: Optional[Sequence[str]] = None) -> list[tuple[int, float]]:
+    """FTS5 BM25 (rank is negative; smaller is better). Filters applied after the MATCH (CTE first)."""
+    if not fts_query:
+        return []
+    where, args = _book_filter(book_ids, "p.book_id")
+    if kinds:
+        where += f" AND p.kind IN ({','.join('?' * len(kinds))})"
+        args += list(kinds)
+    limit = k if not where else k * 20
+    sql = (f"WITH m AS (SELECT rowid, rank FROM passages_fts WHERE passages_fts MATCH ? "
+           f"ORDER BY rank LIMIT {int(limit)}) "
+           f"SELECT m.rowid, m.rank FROM m JOIN passages p ON p.id = m.rowid WHERE 1=1{where} "
+           f"ORDER BY m.rank LIMIT {int(k)}")
+    return [(r[0], -r[1]) for r in conn.execute(sql, [fts_query] + args)]
+
+
+def dense_search(conn, vector: np.ndarray, k: int, book_ids: Optional[Sequence[str]] = None,
+                 table: str = "passage_vec") -> list[tuple[int, float]]:
+    """Nearest neighbours by cosine; returns (rowid, similarity)."""
+    if not has_vectors(conn):
+        return []
+    where, args = _book_filter(book_ids, "book_id")
+    sql = f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ?{where}"
+    blob = np.asarray(vector, dtype=np.float32).tobytes()
+    return [(r[0], 1.0 - r[1]) for r in conn.execute(sql, [blob, int(k)] + args)]
+
+
+def fetch_hits(conn, ids: Sequence[int]) -> dict[int, Hit]:
+    if not ids:
+        return {}
+    rows = conn.execute(
+        f"SELECT p.id, p.kind, p.book_id, b.title, p.section_path, p.page_start, p.page_end,"
+        f" COALESCE(pg.label, CAST(p.page_start AS TEXT)), p.text, p.figure_number, p.text_hash"
+        f" FROM passages p JOIN books b ON b.id = p.book_id"
+        f" LEFT JOIN pages pg ON pg.book_id = p.book_id AND pg.number = p.page_start"
+        f" WHERE p.id IN ({','.join('?' * len(ids))})", list(ids)).fetchall()
+    return {
+        r[0]: Hit(passage_id=r[0], kind=r[1], book_id=r[2], book_title=r[3], section_path=json.loads(r[4]),
+                  page_start=r[5], page_end=r[6], page_label=r[7], text=r[8], figure_number=r[9],
+                  text_hash=r[10])
+        for r in rows
+    }
+
+
+def terms_by_ids(conn, ids: Sequence[int]) -> dict[int, tuple[str, str, float, str]]:
+    if not ids:
+        return {}
+    rows = conn.execute(f"SELECT id, term, source, weight, book_id FROM terms WHERE id IN "
+                        f"({','.join('?' * len(ids))})", list(ids)).fetchall()
+    return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+
+def page_labels(conn, book_id: str) -> dict[int, str]:
+    return dict(conn.execute("SELECT number, label FROM pages WHERE book_id = ?", (book_id,)).fetchall())
+
+
+def counts(conn) -> dict[str, int]:
+    out = {}
+    for table in ("books", "pages", "sections", "figures", "passages", "terms"):
+        out[table] = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+    return out

@@ -1,0 +1,275 @@
+"""Per-claim support: does a cited passage back this sentence of an answer?
+
+No extra model: the already loaded sentence embedder (all-MiniLM-L6-v2) plus cheap lexical evidence at
+the sentence level (content-word overlap on truncation stems, numbers with their units, negation),
+combined by a small logistic regression fitted on SciFact train (bench/support_scifact.py --fit).
+
+A claim whose number (dose, count, percentage, year) is not in the cited passage is never "supported".
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+
+# ------------------------------------------------------------------------------ fitted constants
+# Logistic regression over FEATURES, fitted on SciFact train (SUPPORT vs hard-negative abstracts).
+FEATURES = ("cos_max", "cos_win", "lex_best", "lex_cover", "num_missing", "neg_mismatch")
+COEFS = (6.0, 4.0, 3.0, 2.0, -2.0, -1.5)
+INTERCEPT = -8.0
+SUPPORTED_AT = 0.6  # probability at or above which a claim is "supported"
+WEAK_AT = 0.3  # at or above: "weak"; below: "unsupported"
+
+LEVELS = ("supported", "weak", "unsupported")
+
+
+@dataclass
+class SupportResult:
+    level: str  # "supported" | "weak" | "unsupported"
+    score: float  # calibrated probability that the passage supports the claim
+    best_sentence: str
+    best_index: int  # index into the passage's sentences, -1 when the passage is empty
+    number_mismatch: bool = False  # a number of the claim is missing from the passage
+    negation_mismatch: bool = False  # negated on one side only
+    features: dict = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------ text bits
+STOPWORDS = frozenset(
+    """a an the and or but if then than that this these those there here of in on at to for from by with
+    as into onto over under about above below between among through during before after since until
+    is are was were be been being am do does did doing done have has had having can could may might
+    must shall should will would it its it's they them their theirs we us our you your he she him her
+    his hers i me my which who whom whose what when where why how all any both each few more most other
+    some such only own same so too very also just both either whether per via vs versus et al e g i e
+    one ones use used using show shows showed shown found find finding findings study studies result
+    results suggest suggests suggested data patients patient effect effects associated association
+    compared level levels may however thus therefore including include includes due well within
+    while although because among against toward towards upon onto""".split()
+)
+NEGATION_WORDS = frozenset(
+    "not no never without none neither nor cannot unable lack lacks lacked lacking absence absent".split()
+)
+NEGATION_PHRASES = re.compile(r"\bfail(?:s|ed|ing)? to\b|n't\b|\bno longer\b", re.I)
+NUMBER_WORDS = {
+    "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "twenty": 20, "thirty": 30, "hundred": 100, "thousand": 1000,
+    "half": 0.5, "twice": 2, "double": 2, "threefold": 3, "twofold": 2,
+}
+UNITS = {
+    "%": "%", "percent": "%", "per cent": "%", "mg": "mg", "milligram": "mg", "milligrams": "mg",
+    "g": "g", "gram": "g", "grams": "g", "kg": "kg", "mcg": "ug", "µg": "ug", "μg": "ug", "ug": "ug",
+    "ml": "ml", "l": "l", "mmol": "mmol", "mol": "mol", "iu": "iu", "units": "iu", "mm": "mm",
+    "cm": "cm", "m": "m", "km": "km", "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+    "min": "min", "minute": "min", "minutes": "min", "s": "s", "sec": "s", "seconds": "s",
+    "day": "day", "days": "day", "week": "week", "weeks": "week", "wk": "week", "month": "month",
+    "months": "month", "year": "year", "years": "year", "yr": "year", "mmhg": "mmhg", "bpm": "bpm",
+    "°c": "c", "°f": "f", "kcal": "kcal", "cc": "ml", "mg/kg": "mg/kg", "mg/day": "mg/day",
+    "mg/dl": "mg/dl", "mmol/l": "mmol/l", "million": "e6", "billion": "e9", "fold": "fold",
+}
+_TOKEN = re.compile(r"[A-Za-z0-9µμ°]+(?:[-'][A-Za-z0-9]+)*")
+_NUMBER = re.compile(
+    r"(?<![\w.])(?<![A-Za-z]-)(\d+(?:,\d{3})+|\d+(?:\.\d+)?|\.\d+)"
+    r"(?:\s*-?\s*(%|[A-Za-zµμ°]+(?:/[A-Za-z]+)?))?"
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_ABBREV = re.compile(r"\b(?:e\.g|i\.e|et al|vs|fig|figs|no|approx|dr|mr|mrs|st|ca|cf|ref|eq)\.$", re.I)
+STEM = 6  # truncation stemming: words compare on their first STEM letters
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split running text into sentences (cheap rules; abbreviations like "e.g." do not end one)."""
+    parts, start = [], 0
+    text = " ".join(text.split())
+    for m in _SENTENCE_END.finditer(text):
+        candidate = text[start:m.start()].strip()
+        if _ABBREV.search(candidate) or len(candidate) < 3:
+            continue
+        parts.append(candidate)
+        start = m.end()
+    tail = text[start:].strip()
+    if tail:
+        parts.append(tail)
+    return parts
+
+
+_SUFFIXES = ("ational", "ations", "ation", "ements", "ement", "ments", "ment", "ingly", "ings", "ing",
+             "edly", "ied", "ies", "ed", "ities", "ity", "ives", "ive", "ions", "ion", "es", "ly", "s")
+
+
+def _stem(word: str) -> str:
+    """Cheap stemmer: strip one common suffix, tidy the end, keep the first STEM letters."""
+    w = word.lower()
+    if w.endswith("'s"):
+        w = w[:-2]
+    for suf in _SUFFIXES:
+        rest = len(w) - len(suf)
+        if w.endswith(suf) and rest >= (5 if suf == "ly" else 3) and not w.endswith("ss"):
+            w = w[:rest] + ("y" if suf in ("ied", "ies") else "")
+            break
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz" and w[-1].isalpha():
+        w = w[:-1]
+    if len(w) > 3 and w[-1] in "ie":
+        w = w[:-1] + ("y" if w[-1] == "i" else "")
+    return w[:STEM]
+
+
+def content_terms(text: str) -> list[str]:
+    """Stems of the content words, in order; numbers are left to numbers()."""
+    out = []
+    for tok in _TOKEN.findall(text):
+        low = tok.lower()
+        if low in STOPWORDS or low in NEGATION_WORDS or low.isdigit() or len(low) < 2:
+            continue
+        out.append(_stem(low))
+    return out
+
+
+def term_weight(stem: str, original: str = "") -> float:
+    """A fixed IDF stand-in: longer words carry more; identifiers with digits (IL-6, CD4) most."""
+    if any(ch.isdigit() for ch in stem):
+        return 2.0
+    return min(1.5, 0.25 + len(stem) / 6.0)
+
+
+def numbers(text: str) -> list[tuple[float, Optional[str]]]:
+    """Numbers with the unit written after them, if any: "60 mg" -> (60.0, "mg")."""
+    out: list[tuple[float, Optional[str]]] = []
+    for m in _NUMBER.finditer(text):
+        raw, unit = m.group(1).replace(",", ""), (m.group(2) or "").lower()
+        out.append((float(raw), UNITS.get(unit)))
+    for tok in _TOKEN.findall(text):
+        if tok.lower() in NUMBER_WORDS:
+            out.append((float(NUMBER_WORDS[tok.lower()]), None))
+    return out
+
+
+def missing_numbers(claim: str, passage_text: str) -> list[tuple[float, Optional[str]]]:
+    """The claim's numbers not found in the passage (a unit must agree when both sides give one)."""
+    have = numbers(passage_text)
+    missing = []
+    for value, unit in numbers(claim):
+        ok = any(abs(v - value) < 1e-9 and (unit is None or u is None or u == unit) for v, u in have)
+        if not ok:
+            missing.append((value, unit))
+    return missing
+
+
+def is_negated(text: str) -> bool:
+    if NEGATION_PHRASES.search(text):
+        return True
+    return any(tok.lower() in NEGATION_WORDS for tok in _TOKEN.findall(text))
+
+
+# ------------------------------------------------------------------------------------- features
+def _normalise(v: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    return v / np.maximum(n, 1e-12)
+
+
+def _overlap(claim_terms: dict[str, float], terms: set[str]) -> float:
+    total = sum(claim_terms.values())
+    if total <= 0:
+        return 0.0
+    return sum(w for t, w in claim_terms.items() if t in terms) / total
+
+
+def _windows(n: int) -> list[tuple[int, ...]]:
+    """Single sentences, then each sentence with its next neighbour."""
+    return [(i,) for i in range(n)] + [(i, i + 1) for i in range(n - 1)]
+
+
+def claim_features(claim: str, sentences: Sequence[str], claim_vec: np.ndarray,
+                   sent_vecs: np.ndarray) -> tuple[dict, int]:
+    """The features of FEATURES (and a few more for the benchmark) and the best sentence's index."""
+    sims = sent_vecs @ claim_vec
+    cterms = {t: term_weight(t) for t in content_terms(claim)}
+    sterms = [set(content_terms(s)) for s in sentences]
+    lex = np.array([_overlap(cterms, s) for s in sterms])
+    wins = _windows(len(sentences))
+    win_vecs = _normalise(np.stack([sent_vecs[list(w)].sum(axis=0) for w in wins]))
+    win_cos = win_vecs @ claim_vec
+    win_lex = np.array([_overlap(cterms, set().union(*(sterms[i] for i in w))) for w in wins])
+    best_win = int(np.argmax(win_cos + win_lex))
+    best = int(np.argmax(sims + lex))
+    top = np.sort(sims)[::-1]
+    whole = " ".join(sentences)
+    nums = numbers(claim)
+    missing = missing_numbers(claim, whole) if nums else []
+    win_text = " ".join(sentences[i] for i in wins[best_win])
+    f = {
+        "cos_max": float(top[0]),
+        "cos_top2": float(top[:2].mean()),
+        "cos_margin": float(top[0] - top[1]) if len(top) > 1 else float(top[0]),
+        "cos_win": float(win_cos.max()),
+        "cos_passage": float(_normalise(sent_vecs.mean(axis=0)) @ claim_vec),
+        "lex_best": float(lex.max()),
+        "lex_win": float(win_lex.max()),
+        "lex_cover": _overlap(cterms, set().union(*sterms)),
+        "num_missing": len(missing) / len(nums) if nums else 0.0,
+        "has_num": float(bool(nums)),
+        "neg_mismatch": float(is_negated(claim) != is_negated(win_text)),
+        "neg_claim": float(is_negated(claim)),
+    }
+    return f, best
+
+
+def _probability(f: dict) -> float:
+    z = INTERCEPT + sum(c * f[name] for name, c in zip(FEATURES, COEFS))
+    return float(1.0 / (1.0 + np.exp(-z)))
+
+
+def level_for(score: float, number_mismatch: bool) -> str:
+    if score >= SUPPORTED_AT and not number_mismatch:
+        return "supported"
+    return "weak" if score >= WEAK_AT else "unsupported"
+
+
+# ---------------------------------------------------------------------------------------- scoring
+def score_claim(claim: str, passage_sentences: list[str], embedder=None, *,
+                claim_vec: Optional[np.ndarray] = None,
+                sent_vecs: Optional[np.ndarray] = None) -> SupportResult:
+    """How well one passage (already split into sentences) backs one claim.
+
+    Pass claim_vec / sent_vecs when they are already embedded; otherwise the embedder is called once.
+    """
+    sentences = [s for s in passage_sentences if s.strip()]
+    if not sentences:
+        return SupportResult("unsupported", 0.0, "", -1)
+    if claim_vec is None or sent_vecs is None:
+        if embedder is None:
+            raise ValueError("score_claim needs an embedder or both claim_vec and sent_vecs")
+        vecs = embedder.embed([claim] + sentences)
+        claim_vec, sent_vecs = vecs[0], vecs[1:]
+    f, best = claim_features(claim, sentences, np.asarray(claim_vec), np.asarray(sent_vecs))
+    score = _probability(f)
+    num_bad = f["num_missing"] > 0
+    return SupportResult(level_for(score, num_bad), score, sentences[best], best,
+                         number_mismatch=num_bad, negation_mismatch=bool(f["neg_mismatch"]),
+                         features=f)
+
+
+def score_claims(claims: list[tuple[str, list[list[str]]]], embedder) -> list[list[SupportResult]]:
+    """Score each claim against each of its cited passages, embedding everything in ONE call.
+
+    claims: [(claim text, [passage sentences, ...]), ...]; returns one SupportResult per passage,
+    in the same order. Sentences repeated across passages or claims are embedded once.
+    """
+    index: dict[str, int] = {}
+    for claim, passages in claims:
+        for text in [claim] + [s for p in passages for s in p if s.strip()]:
+            index.setdefault(text, len(index))
+    if not index:
+        return [[] for _ in claims]
+    vecs = np.asarray(embedder.embed(list(index)))
+    out = []
+    for claim, passages in claims:
+        row = []
+        for p in passages:
+            sentences = [s for s in p if s.strip()]
+            sv = vecs[[index[s] for s in sentences]] if sentences else None
+            row.append(score_claim(claim, sentences, claim_vec=vecs[index[claim]], sent_vecs=sv))
+        out.append(row)
+    return out

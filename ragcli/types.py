@@ -1,0 +1,185 @@
+"""Plain dataclasses passed between pipeline stages.
+
+Nothing here imports a heavy library; every stage takes and returns these values so it can be
+tested without a database or a model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass
+class Page:
+    number: int  # physical page, 1-based
+    label: str  # page label as printed in the book ("2-25"); falls back to str(number)
+    text: str
+
+
+@dataclass
+class Section:
+    path: list[str]  # ["Chapter 2", "Section II", "Tourniquet"]
+    page_start: int  # physical, 1-based, inclusive
+    page_end: int
+    text: str = ""
+    level: int = 1
+    paragraphs: list[tuple[int, str]] = field(default_factory=list)  # (physical page, text)
+
+    @property
+    def title(self) -> str:
+        return self.path[-1] if self.path else ""
+
+    @property
+    def path_str(self) -> str:
+        return " › ".join(self.path)
+
+
+@dataclass
+class Figure:
+    number: str  # "2-31", "2.1", "3"
+    caption: str  # full caption text, e.g. "Figure 2-31. Tourniquet applied."
+    page: int  # physical page
+    bbox: Optional[tuple[float, float, float, float]] = None  # nearest image position, if any
+    section_path: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Passage:
+    text: str  # the text shown to the reader
+    section_path: list[str]
+    page_start: int
+    page_end: int
+    kind: str = "passage"  # "passage" | "figure"
+    figure_number: Optional[str] = None
+    ordinal: int = 0  # position within the book
+
+    def embed_text(self, book_title: str) -> str:
+        """The text that is embedded: passage with its context (book title, section path)."""
+        header = book_title
+        if self.section_path:
+            header += " — " + " › ".join(self.section_path)
+        return f"{header}\n{self.text}"
+
+
+@dataclass
+class ParsedBook:
+    """What pdf parsing produces, before anything touches the database."""
+
+    title: str
+    pages: list[Page]
+    sections: list[Section]
+    figures: list[Figure]
+    source_path: str = ""
+    file_hash: str = ""
+    terms: list[tuple[str, str]] = field(default_factory=list)  # (term, source) vocabulary
+
+
+@dataclass
+class Book:
+    id: str
+    title: str
+    path: str
+    file_hash: str
+    page_count: int
+    sections: int = 0
+    figures: int = 0
+    passages: int = 0
+    ingested_at: str = ""
+
+
+@dataclass
+class Hit:
+    """One retrieved item (a passage or a figure)."""
+
+    passage_id: int
+    kind: str
+    book_id: str
+    book_title: str
+    section_path: list[str]
+    page_start: int
+    page_end: int
+    page_label: str  # label of page_start as printed
+    text: str
+    score: float = 0.0  # fused score
+    lexical_score: Optional[float] = None  # bm25 (lower is better in FTS5; we store -rank)
+    dense_score: Optional[float] = None  # cosine similarity
+    lexical_rank: Optional[int] = None
+    dense_rank: Optional[int] = None
+    rank: int = 0
+    figure_number: Optional[str] = None
+    text_hash: str = ""
+
+    @property
+    def section_str(self) -> str:
+        return " › ".join(self.section_path)
+
+
+@dataclass
+class Source:
+    """A hit given to the model under a label ([S1], [F1])."""
+
+    label: str
+    hit: Hit
+
+
+@dataclass
+class Evidence:
+    label: str
+    quote: str
+    page_label: str
+    page: int
+
+
+@dataclass
+class Claim:
+    text: str
+    citations: list[str]  # valid labels cited by this sentence
+    support: str = "no_source"  # supported | weak | unsupported | no_source | not_factual
+    score: float = 0.0
+    evidence: Optional[Evidence] = None
+    flagged_citations: list[str] = field(default_factory=list)  # valid labels that don't back it
+
+
+@dataclass
+class RemovedCitation:
+    text: str  # the mark as the model wrote it, e.g. "[S9]" or "(p. 45)"
+    reason: str  # "unknown label", "page reference", ...
+
+
+@dataclass
+class ValidatedText:
+    text: str
+    citations: list[str]  # valid labels used, in order of first use
+    removed: list[RemovedCitation]
+
+
+@dataclass
+class Answer:
+    question: str
+    expanded_query: Optional[str]
+    answer: str
+    status: str  # answered | no_context | unsupported | extractive
+    citations: list[str]
+    removed_citations: list[RemovedCitation]
+    sources: list[Source]
+    claims: list[Claim] = field(default_factory=list)
+    model: Optional[dict] = None
+    timings: dict = field(default_factory=dict)
+    prompt: Optional[str] = None
+    notice: Optional[str] = None  # e.g. "no model configured; extractive answer"
+    verification: Optional[dict] = None
+
+
+@dataclass
+class Summary:
+    topic: str
+    topic_key: str
+    number: int
+    text: str
+    sources: list[dict]
+    model: Optional[dict]
+    created_at: str
+    status: str = "ok"  # ok | stale
+    stale_sources: list[str] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
+    kind: str = "generated"  # generated | extractive

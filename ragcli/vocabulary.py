@@ -1,0 +1,61 @@
+"""The book's own vocabulary, stored at ingest: headings, glossary and index entries, figure captions,
+frequent phrases. Query expansion looks up the terms nearest to a question here, so a rewrite (or the
+model-free expansion) only ever uses words that exist in the book.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from .types import ParsedBook
+
+_NUMBERING = re.compile(r"^(?:chapter|section|appendix|part)?\s*[\dIVXLC]+(?:[-.]\d+)*[.:]?\s+", re.I)
+_STOP = set("""a an and are as at be by for from has have in into is it its of on or that the their this to
+was were which with will not no can may should must when if than then there these those also such""".split())
+
+
+def clean_heading(title: str) -> str:
+    t = _NUMBERING.sub("", title.strip())
+    return re.sub(r"\s+", " ", t).strip(" .:-–—")
+
+
+def glossary_terms(parsed: ParsedBook) -> list[str]:
+    terms = []
+    for section in parsed.sections:
+        if not any("glossary" in part.lower() for part in section.path):
+            continue
+        for _, para in section.paragraphs:
+            m = re.match(r"^([A-Za-z][\w\s()/'-]{1,50}?)\s*(?:—|–|:| - )\s*\S", para)
+            if m:
+                terms.append(m.group(1).strip())
+    return terms
+
+
+def frequent_phrases(parsed: ParsedBook, top: int = 150) -> list[str]:
+    counts: Counter = Counter()
+    for section in parsed.sections:
+        words = re.findall(r"[a-z][a-z-]{2,}", section.text.lower())
+        for a, b in zip(words, words[1:]):
+            if a not in _STOP and b not in _STOP:
+                counts[f"{a} {b}"] += 1
+    return [p for p, n in counts.most_common(top) if n >= 3]
+
+
+def extract_terms(parsed: ParsedBook) -> list[tuple[str, str, float]]:
+    """(term, source, weight), unique by lower-cased term, first source wins."""
+    out: dict[str, tuple[str, str, float]] = {}
+
+    def add(term: str, source: str, weight: float) -> None:
+        term = term.strip()
+        if 3 <= len(term) <= 80 and re.search(r"[A-Za-z]{3}", term):
+            out.setdefault(term.lower(), (term, source, weight))
+
+    for term in glossary_terms(parsed):
+        add(term, "glossary", 1.0)
+    for section in parsed.sections:
+        add(clean_heading(section.title), "heading", 0.9)
+    for fig in parsed.figures:
+        add(re.sub(r"^\W*(?:figure|fig\.?)\s*\S+\s*", "", fig.caption, flags=re.I)[:80], "figure", 0.7)
+    for phrase in frequent_phrases(parsed):
+        add(phrase, "frequent", 0.5)
+    return list(out.values())

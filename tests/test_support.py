@@ -1,0 +1,168 @@
+"""Per-claim support scorer: the real all-MiniLM-L6-v2 model on hand-written medical sentences.
+
+The sentences here are our own text, written for these tests.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragcli import support
+from ragcli.support import (
+    SupportResult,
+    is_negated,
+    missing_numbers,
+    numbers,
+    score_claim,
+    score_claims,
+    split_sentences,
+)
+
+PASSAGE = [
+    "Tension pneumothorax is a life-threatening condition in which air collects in the chest.",
+    "Give the casualty 30 mg of ketorolac by intramuscular injection for moderate pain.",
+    "Apply a tourniquet two to three inches above the wound to stop severe arterial bleeding.",
+    "Loosen the tourniquet only when a medical officer tells you to.",
+]
+
+
+class CountingEmbedder:
+    """The real embedder, counting its calls."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.dim, self.calls = inner, inner.name, inner.dim, 0
+
+    def embed(self, texts):
+        self.calls += 1
+        return self.inner.embed(texts)
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from ragcli.embed import get_embedder
+
+    return get_embedder()
+
+
+# ------------------------------------------------------------------------------ real model
+def test_supporting_sentence_is_supported(embedder):
+    claim = "A tourniquet placed above the wound stops severe arterial bleeding."
+    r = score_claim(claim, PASSAGE, embedder)
+    assert r.level == "supported", r
+    assert r.best_index == 2
+    assert r.best_sentence == PASSAGE[2]
+
+
+def test_unrelated_sentence_is_unsupported(embedder):
+    claim = "Children should receive the measles vaccine before they start school."
+    r = score_claim(claim, PASSAGE, embedder)
+    assert r.level == "unsupported", r
+
+
+def test_number_mismatch_is_never_supported(embedder):
+    good = score_claim("Give 30 mg of ketorolac by intramuscular injection for moderate pain.",
+                       PASSAGE, embedder)
+    bad = score_claim("Give 60 mg of ketorolac by intramuscular injection for moderate pain.",
+                      PASSAGE, embedder)
+    assert good.level == "supported" and not good.number_mismatch
+    assert bad.number_mismatch
+    assert bad.level != "supported"
+    assert bad.score < good.score
+
+
+def test_unit_mismatch_is_never_supported(embedder):
+    bad = score_claim("Give 30 g of ketorolac by intramuscular injection for moderate pain.",
+                      PASSAGE, embedder)
+    assert bad.number_mismatch and bad.level != "supported"
+
+
+def test_negation_mismatch_lowers_the_score(embedder):
+    plain = score_claim("Loosen the tourniquet only when a medical officer tells you to.",
+                        PASSAGE, embedder)
+    negated = score_claim("Never loosen the tourniquet, even when a medical officer tells you to.",
+                          PASSAGE, embedder)
+    assert negated.negation_mismatch and not plain.negation_mismatch
+    assert negated.score < plain.score
+    assert negated.level != "supported"
+
+
+def test_score_claims_embeds_once_and_matches_score_claim(embedder):
+    counting = CountingEmbedder(embedder)
+    other = ["Measles is a contagious viral illness.", "Vaccination prevents most cases."]
+    claims = [
+        ("A tourniquet placed above the wound stops severe arterial bleeding.", [PASSAGE, other]),
+        ("Measles is caused by a virus.", [other]),
+        ("Nothing cited here.", []),
+    ]
+    results = score_claims(claims, counting)
+    assert counting.calls == 1
+    assert [len(r) for r in results] == [2, 1, 0]
+    single = score_claim(claims[0][0], PASSAGE, embedder)
+    assert results[0][0].level == single.level
+    assert results[0][0].score == pytest.approx(single.score, abs=1e-5)
+    assert results[0][0].score > results[0][1].score
+    assert results[1][0].level in ("supported", "weak")
+
+
+def test_precomputed_vectors_skip_the_embedder(embedder):
+    claim = "A tourniquet placed above the wound stops severe arterial bleeding."
+    vecs = embedder.embed([claim] + PASSAGE)
+    r = score_claim(claim, PASSAGE, None, claim_vec=vecs[0], sent_vecs=vecs[1:])
+    assert r.level == "supported"
+
+
+# ------------------------------------------------------------------ no model needed
+def test_empty_passage_is_unsupported():
+    r = score_claim("Anything at all.", [], None)
+    assert r == SupportResult("unsupported", 0.0, "", -1)
+
+
+def test_score_claim_without_embedder_or_vectors_raises():
+    with pytest.raises(ValueError):
+        score_claim("A claim.", ["A sentence."], None)
+
+
+def test_deterministic_fake_vectors_follow_the_features():
+    """Identical vectors + identical words: the top of the scale; orthogonal + no words: the bottom."""
+    v = np.eye(4, dtype=np.float32)
+    same = score_claim("Splint the fractured forearm.", ["Splint the fractured forearm."], None,
+                       claim_vec=v[0], sent_vecs=v[:1])
+    apart = score_claim("Splint the fractured forearm.", ["Measles spreads by air."], None,
+                        claim_vec=v[0], sent_vecs=v[1:2])
+    assert same.level == "supported" and apart.level == "unsupported"
+
+
+def test_numbers_and_units():
+    assert (60.0, "mg") in numbers("Give 60 mg now.")
+    assert (1000.0, None) in numbers("1,000 soldiers")
+    assert (32.0, "%") in numbers("in 32% of cases")
+    assert numbers("IL-6 and CD4 cells rose in COVID-19") == []
+    assert missing_numbers("Give 60 mg.", "Give 30 mg.") == [(60.0, "mg")]
+    assert missing_numbers("Give 60 mg.", "Give 60mg.") == []
+    assert missing_numbers("Give 60 mg.", "Give 60 g.") == [(60.0, "mg")]
+    assert missing_numbers("Wait two hours.", "Wait 2 hours.") == []
+
+
+def test_negation_cues():
+    assert is_negated("The drug does not reduce mortality.")
+    assert is_negated("The splint failed to hold the bone.")
+    assert is_negated("Aspirin doesn't help here.")
+    assert is_negated("Recovery without surgery is common.")
+    assert not is_negated("Aspirin notably reduces pain.")
+
+
+def test_split_sentences_keeps_abbreviations():
+    text = "Apply pressure, e.g. with a bandage. Then elevate the limb! Dr. Smith et al. agreed. 3 died."
+    assert split_sentences(text) == [
+        "Apply pressure, e.g. with a bandage.",
+        "Then elevate the limb!",
+        "Dr. Smith et al. agreed.",
+        "3 died.",
+    ]
+
+
+def test_stemming_matches_word_forms():
+    stem = support._stem
+    assert stem("applied") == stem("applies") == stem("apply")
+    assert stem("bleeding") == stem("bleeds")
+    assert stem("increased") == stem("increases") == stem("increase")
