@@ -26,7 +26,8 @@ class Canvas:
         self.shape = page.new_shape()
 
     def pt(self, u, v):
-        return pymupdf.Point(self.rect.x0 + u * self.rect.width, self.rect.y0 + v * self.rect.height)
+        r = self.rect
+        return pymupdf.Point(r.x0 + u * r.width, r.y0 + v * r.height)
 
     def path(self, uvs, color=INK, width=1.0, fill=None, dashes=None, closed=False):
         pts = [self.pt(u, v) for u, v in uvs]
@@ -206,7 +207,7 @@ def vasospasm_timeline(c):
         u_a, v_a = to_uv(day + 0.12, value * 0.92)
         u_b, v_b = to_uv(day + 0.88, 0)
         c.shape.draw_rect(pymupdf.Rect(c.pt(u_a, v_a), c.pt(u_b, v_b)))
-        c.shape.finish(color=None, fill=PALE_RED if value < 0.75 else ARTERY)
+        c.shape.finish(color=None, fill=PALE_RED if value < 0.9 else ARTERY)
     c.label(to_uv(14.5, 0.92)[0], to_uv(0, 0.92)[1], "peak days 7-10")
 
 

@@ -171,7 +171,7 @@ def _parse_item(raw: str, inherited: str | None, ctx: _Context):
     word, val = (m["word"], m["val"]) if m and m["val"] else (None, raw)
     kind = _word_kind(word) if word else inherited
     lab = _LABEL_VAL.match(val)
-    if lab and lab["p"].upper() in ctx.prefixes and kind not in ("page", "figure"):
+    if lab and lab["p"].upper() in ctx.prefixes and (word is None or kind not in ("page", "figure")):
         p = lab["p"].upper()
         return ("label", _expand(p, lab["n"], lab["n2"], lab["p2"])), p
     if kind == "page" and _PAGE_VAL.match(val):

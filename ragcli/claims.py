@@ -38,11 +38,20 @@ def _segment(text: str) -> list[str]:
     return _segmenter().segment(text)
 
 
+def _is_false_split(before: str, after: str) -> bool:
+    """pysbd cut after an abbreviation it does not know ("approx.", "mg/kg i.v. every")."""
+    if not before.strip() or "\n" in before:
+        return False
+    last = before.split()[-1].lower()
+    if last in _MISSED_ABBREVIATIONS or not re.search(r"[.!?:;\"')\]]\s*$", before):
+        return True
+    return bool(re.match(r"\s*[a-z]", after)) and not _LIST_MARKER.match(after)
+
+
 def _merge_abbreviations(parts: list[str]) -> list[str]:
     out: list[str] = []
     for part in parts:
-        words = out[-1].split() if out else []
-        if words and words[-1].lower() in _MISSED_ABBREVIATIONS and "\n" not in out[-1]:
+        if out and _is_false_split(out[-1], part):
             out[-1] += part
         else:
             out.append(part)

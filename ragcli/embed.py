@@ -68,7 +68,8 @@ class SentenceTransformerEmbedder:
 
         self.name = DEFAULT_MODEL if name == "all-MiniLM-L6-v2" else name
         self._model = SentenceTransformer(_model_location(name), device="cpu")
-        self.dim = int(self._model.get_sentence_embedding_dimension())
+        get_dim = getattr(self._model, "get_embedding_dimension", None)
+        self.dim = int(get_dim() if get_dim else self._model.get_sentence_embedding_dimension())
         self.batch_size = batch_size
 
     def embed(self, texts: list[str]) -> np.ndarray:

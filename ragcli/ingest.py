@@ -12,7 +12,7 @@ from .errors import InputError, UsageError
 from .types import ParsedBook
 
 Progress = Callable[[str, int, int], None]  # (phase: "pages" | "embed", done, total)
-SUPPORTED = (".pdf",)
+SUPPORTED = (".pdf", ".jsonl", ".txt", ".md", ".markdown")  # .jsonl: a BEIR corpus.jsonl
 
 
 @dataclass
@@ -39,10 +39,20 @@ def discover(paths: Iterable[str]) -> list[Path]:
     for raw in paths:
         p = Path(raw).expanduser()
         if p.is_dir():
-            found.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in SUPPORTED))
+            found.extend(sorted(f for f in p.rglob("*") if f.is_file() and _wanted_in_folder(f)))
         else:
             found.append(p)
     return found
+
+
+def _wanted_in_folder(f: Path) -> bool:
+    """In a folder, a .jsonl is taken only when it is a BEIR corpus (not queries.jsonl beside it)."""
+    suffix = f.suffix.lower()
+    if suffix == ".jsonl":
+        from . import textdocs
+
+        return f.name.lower() == "corpus.jsonl" or textdocs.is_beir_corpus(f)
+    return suffix in SUPPORTED
 
 
 def slug(text: str, limit: int = 32) -> str:
@@ -54,6 +64,10 @@ def parse_file(path: Path, password: Optional[str], title: Optional[str],
                progress: Optional[Progress]) -> ParsedBook:
     from . import pdf
 
+    if path.suffix.lower() in SUPPORTED and path.suffix.lower() != ".pdf":
+        from . import textdocs
+
+        return textdocs.parse(path, title)
     if path.exists() and path.is_file() and path.suffix.lower() not in SUPPORTED:
         with open(path, "rb") as fh:
             if b"%PDF-" not in fh.read(1024):

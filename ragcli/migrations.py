@@ -91,6 +91,29 @@ def m001_initial(conn) -> None:
     )
 
 
+@step
+def m002_vector_codes(conn) -> None:
+    """Sign-bit codes of every passage vector, one row per block of a book (fast first-pass search).
+
+    `rowids` holds n little-endian int64 (the vec0 rowids); `codes` n x dim/8 bytes, bit i of a row
+    set when component i > 0 (the bit layout of sqlite-vec's vec_quantize_binary). Existing vectors
+    are encoded here, once."""
+    conn.execute(
+        """CREATE TABLE vector_codes (
+            id INTEGER PRIMARY KEY,
+            tab TEXT NOT NULL,           -- the vec0 table the rows belong to ('passage_vec')
+            book_id TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            rowids BLOB NOT NULL,        -- n x int64 little-endian
+            codes BLOB NOT NULL          -- n x dim/8 bytes of sign bits
+        )""")
+    conn.execute("CREATE INDEX vector_codes_book ON vector_codes(tab, book_id)")
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'passage_vec'").fetchone():
+        from .store import rebuild_vector_codes
+
+        rebuild_vector_codes(conn, "passage_vec")
+
+
 def pending(applied: list[str]) -> list[tuple[str, Callable]]:
     done = set(applied)
     return [(name, fn) for name, fn in STEPS if name not in done]

@@ -92,3 +92,110 @@ def books_table(books: list[Book]):
         table.add_row(b.id, b.title, str(b.page_count), str(b.sections), str(b.figures), str(b.passages),
                       b.ingested_at)
     return table
+
+
+# -- answers -------------------------------------------------------------------------------------
+
+_LABEL = re.compile(r"\[([SF]\d+)\]")
+
+
+def styled_answer(text: str):
+    from rich.text import Text
+
+    out = Text(text)
+    out.highlight_regex(_LABEL, "bold cyan")
+    return out
+
+
+def expansion_line(rewrite, terms) -> str:
+    from rich.markup import escape
+
+    parts = []
+    if rewrite:
+        parts.append(f"rewritten: {escape(rewrite)}")
+    if terms:
+        parts.append("book terms: " + escape(", ".join(terms[:8])))
+    return "[dim]" + " · ".join(parts) + "[/]"
+
+
+def source_data(source) -> dict:
+    h = source.hit
+    return {
+        "label": source.label, "kind": h.kind, "book_id": h.book_id, "book_title": h.book_title,
+        "section_path": h.section_path, "page_label": h.page_label, "page": h.page_start,
+        "page_end": h.page_end, "figure_number": h.figure_number, "passage_id": h.passage_id,
+        "score": round(h.score, 6), "text": h.text,
+    }
+
+
+def answer_data(answer) -> dict:
+    """The documented JSON shape of `ask --json` (README)."""
+    return {
+        "question": answer.question,
+        "expanded_query": answer.expanded_query,
+        "answer": answer.answer,
+        "status": answer.status,
+        "notice": answer.notice,
+        "citations": answer.citations,
+        "removed_citations": [to_data(r) for r in answer.removed_citations],
+        "claims": [to_data(c) for c in answer.claims],
+        "sources": [source_data(s) for s in answer.sources],
+        "model": answer.model,
+        "timings": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in answer.timings.items()},
+        "verification": answer.verification,
+        **({"prompt": answer.prompt} if answer.prompt else {}),
+    }
+
+
+def print_answer(console, answer, streamed: bool = False, evidence: bool = False) -> None:
+    from rich.markup import escape
+
+    if answer.notice:
+        console.print(f"[yellow]{escape(answer.notice)}[/]", highlight=False)
+    if answer.status == "no_context" and not answer.answer:
+        pass
+    elif streamed:
+        console.print()
+    else:
+        console.print(styled_answer(answer.answer))
+    if answer.status == "unsupported":
+        console.print("[bold red]unsupported:[/] no sentence of this answer cites a retrieved passage")
+    if answer.claims:
+        print_claims(console, answer.claims, evidence)
+    cited = [s for s in answer.sources if s.label in answer.citations]
+    other = [s for s in answer.sources if s.label not in answer.citations]
+    if cited:
+        console.print("\n[bold]Sources[/]")
+        for s in cited:
+            console.print(_source_line(s), highlight=False)
+    if other:
+        console.print("\n[dim]Other retrieved passages[/]" if cited else "\n[bold]Nearest passages[/]")
+        for s in other:
+            console.print(f"[dim]{_source_line(s)}[/]", highlight=False)
+
+
+def _source_line(source) -> str:
+    from rich.markup import escape
+
+    h = source.hit
+    where = f"Figure {h.figure_number}, " if h.kind == "figure" else ""
+    return (f"[cyan][{source.label}][/] {escape(h.book_title)} — {escape(h.section_str)}, {where}"
+            f"p. {h.page_label} (pdf {h.page_start}): {escape(snippet(h.text, 160))}")
+
+
+SUPPORT_MARKS = {"supported": ("✓", "green"), "weak": ("~", "yellow"), "unsupported": ("✗", "red"),
+                 "no_source": ("?", "magenta"), "not_factual": ("·", "dim")}
+
+
+def print_claims(console, claims, evidence: bool) -> None:
+    from rich.markup import escape
+
+    console.print("\n[bold]Support[/]")
+    for c in claims:
+        mark, colour = SUPPORT_MARKS.get(c.support, ("?", "white"))
+        console.print(f"[{colour}]{mark} {c.support:<11}[/] {escape(c.text)}", highlight=False)
+        if evidence and c.evidence:
+            e = c.evidence
+            console.print(f"    [dim]↳ [{e.label}] p. {e.page_label}: “{escape(e.quote)}”[/]", highlight=False)
+    console.print("[dim]legend: ✓ supported · ~ weak · ✗ unsupported (cited passage does not back it) · "
+                  "? no source[/]")

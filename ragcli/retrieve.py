@@ -68,10 +68,42 @@ def check_scope(conn, book_ids: Optional[Sequence[str]]) -> None:
             raise NotFoundError(f"no book with id '{book_id}' (see `ragcli books`)")
 
 
+def normalised(ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Min-max scores of one ranked list into [0, 1] (the best is 1)."""
+    if not ranked:
+        return []
+    hi, lo = max(s for _, s in ranked), min(s for _, s in ranked)
+    span = hi - lo
+    return [(pid, (s - lo) / span if span > 0 else 1.0) for pid, s in ranked]
+
+
+def score_fusion(rankings: Sequence[tuple[list[tuple[int, float]], float]]) -> dict[int, float]:
+    """Weighted sum of min-max normalised scores (an id missing from a list adds 0 for it)."""
+    scores: dict[int, float] = {}
+    for ranked, weight in rankings:
+        for pid, s in normalised(ranked):
+            scores[pid] = scores.get(pid, 0.0) + weight * s
+    return scores
+
+
+def fuse(lex: list, dense: list, fusion: str, rrf_k: int, leg_weights: dict[str, float]) -> dict[int, float]:
+    """`lex`/`dense`: [(ranked [(id, score)], weight)] per query. fusion = rrf | score."""
+    wl, wd = leg_weights.get("lexical", 1.0), leg_weights.get("dense", 1.0)
+    lists = [(r, w * wl) for r, w in lex] + [(r, w * wd) for r, w in dense]
+    if fusion == "score":
+        return score_fusion(lists)
+    if fusion != "rrf":
+        raise UsageError(f"unknown fusion '{fusion}' (rrf | score)")
+    return rrf([([pid for pid, _ in r], w) for r, w in lists], rrf_k)
+
+
 def search(conn, embedder, query: str, *, k: int = 10, mode: str = "hybrid",
            book_ids: Optional[Sequence[str]] = None, extra: Sequence[Query] = (),
-           depth: int = 50) -> SearchResult:
-    """Hybrid by default. `extra` queries (expansions) join the fusion with their own weights."""
+           depth: int = 50, fusion: str = "rrf", rrf_k: int = RRF_K,
+           leg_weights: Optional[dict[str, float]] = None) -> SearchResult:
+    """Hybrid by default. `extra` queries (expansions) join the fusion with their own weights;
+    `leg_weights` ({"lexical": w, "dense": w}) weight whole legs; `fusion` is rrf (ranks, with
+    constant `rrf_k`) or score (min-max normalised scores, weighted sum)."""
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
     if not query.strip():
@@ -88,7 +120,7 @@ def search(conn, embedder, query: str, *, k: int = 10, mode: str = "hybrid",
         for q in queries:
             if "lexical" in q.legs:
                 ranked = store.lexical_search(conn, fts_query(q.text), depth, book_ids)
-                lex_lists.append(([pid for pid, _ in ranked], q.weight))
+                lex_lists.append((ranked, q.weight))
                 _keep_first(lex_scores, ranked) if q is queries[0] else None
         timings["lexical"] = time.perf_counter() - t
     if mode in ("hybrid", "dense"):
@@ -100,10 +132,10 @@ def search(conn, embedder, query: str, *, k: int = 10, mode: str = "hybrid",
         t = time.perf_counter()
         for q, vec in zip(dense_queries, vecs):
             ranked = store.dense_search(conn, vec, depth, book_ids)
-            dense_lists.append(([pid for pid, _ in ranked], q.weight))
+            dense_lists.append((ranked, q.weight))
             _keep_first(dense_scores, ranked) if q is queries[0] else None
         timings["dense"] = time.perf_counter() - t
-    fused = rrf(lex_lists + dense_lists)
+    fused = fuse(lex_lists, dense_lists, fusion, rrf_k, leg_weights or {})
     top = sorted(fused, key=lambda pid: -fused[pid])[:k]
     hits_by_id = store.fetch_hits(conn, top)
     hits = []

@@ -218,3 +218,10 @@ def counts(conn) -> dict[str, int]:
     for table in ("books", "pages", "sections", "figures", "passages", "terms"):
         out[table] = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
     return out
+
+
+def term_in_corpus(conn, word: str) -> bool:
+    """Does this word (as FTS5 tokenises and stems it) occur anywhere in the corpus?"""
+    row = conn.execute("SELECT 1 FROM passages_fts WHERE passages_fts MATCH ? LIMIT 1",
+                       ('"' + word.replace('"', '""') + '"',)).fetchone()
+    return row is not None

@@ -61,7 +61,8 @@ PLAIN = [
     ("A wrapped sen-\ntence goes on\nhere. Next one.", ["A wrapped sentence goes on here.", "Next one."]),
     ("Apply it (Fig. 2-31). Tighten.", ["Apply it (Fig. 2-31).", "Tighten."]),
     ("Para.\n\nDr. Who came.", ["Para.", "Dr. Who came."]),
-    ("Dose 2.5 mg/kg i.v. every 6 h. Monitor.", ["Dose 2.5 mg/kg i.v. every 6 h.", "Monitor."]),
+    ("Dose 2.5 mg/kg i.v. daily. Monitor.", ["Dose 2.5 mg/kg i.v. daily.", "Monitor."]),
+    ("Give 5 mg i.v. once. Then 2 mg p.o. daily.", ["Give 5 mg i.v. once.", "Then 2 mg p.o. daily."]),
 ]
 
 

@@ -93,7 +93,8 @@ def test_figures_have_captions_below_drawings_and_images(doc):
                 captions.append((page.number, match.group(1), match.group(2), y0))
     numbers = [number for _, number, _, _ in captions]
     assert len(numbers) >= 6 and len(set(numbers)) == len(numbers)
-    assert {style for _, _, style, _ in captions} == {"", ":"}  # "Figure 2.1 ..." and "Figure 1.2: ..."
+    # both caption styles: "Figure 2.1 ..." and "Figure 1.2: ..."
+    assert {style for _, _, style, _ in captions} == {"", ":"}
     images = [(page.number, page.get_image_rects(xref[0])[0])
               for page in doc for xref in page.get_images()]
     assert len(images) >= 2
@@ -105,7 +106,8 @@ def test_figures_have_captions_below_drawings_and_images(doc):
 def test_glossary(doc):
     page = next(p for p in doc if page_lines(p)[1:2] == ["Glossary"])
     text = " ".join(page_lines(page))
-    entries = [line for line in page_lines(page) if re.match(r"[A-Z][a-z]+( [a-z]+)* \u2014 ", line)]
+    entry = re.compile(r"[A-Z][a-z]+( [a-z]+)* \u2014 ")
+    entries = [line for line in page_lines(page) if entry.match(line)]
     assert 8 <= len(entries) <= 15, entries
     assert "Craniotomy \u2014 surgical removal of a bone flap from the skull" in text
 

@@ -1,0 +1,165 @@
+"""Retrieval benchmarks: NFCorpus (BEIR, test split) and the FM 4-25.11 page-set questions.
+
+    .venv/bin/python bench/bench_retrieval.py --data ../shared/data            # both sets
+    .venv/bin/python bench/bench_retrieval.py --data ../shared/data --only fm --variants base
+    .venv/bin/python bench/bench_retrieval.py --data ../shared/data --list     # the variants
+
+The corpus files are built once in --cache (default: $TMPDIR/ragcli-bench) and reused: NFCorpus
+embeds 3,633 documents, the PDFs about 2,000 passages. Results go to stdout (a table) and, with
+--out, to a JSON file. Each variant is a retrieval configuration: a mode, fusion settings, and
+expansion options.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ragcli import db, embed, evaluate, expand, ingest, retrieve  # noqa: E402
+
+ANCHORS = {"BM25 (BEIR paper)": 0.325, "all-MiniLM-L6-v2 (MTEB)": 0.316, "BM25+BGE-base RRF": 0.3725}
+E = expand.DEFAULTS
+# name -> (mode, retrieve.search options, expansion options or None)
+VARIANTS = {
+    "lexical": ("lexical", {}, None),
+    "dense": ("dense", {}, None),
+    "hybrid": ("hybrid", {}, None),
+    "expanded": ("expanded", {}, E),
+    "hybrid-k20": ("hybrid", {"rrf_k": 20}, None),
+    "hybrid-k100": ("hybrid", {"rrf_k": 100}, None),
+    "hybrid-lex1.5": ("hybrid", {"leg_weights": {"lexical": 1.5}}, None),
+    "hybrid-dense1.5": ("hybrid", {"leg_weights": {"dense": 1.5}}, None),
+    "hybrid-score": ("hybrid", {"fusion": "score"}, None),
+    "hybrid-score-lex.6": ("hybrid", {"fusion": "score", "leg_weights": {"lexical": 0.6, "dense": 0.4}}, None),
+    "exp-w.3": ("expanded", {}, replace(E, term_weight=0.3)),
+    "exp-w.8": ("expanded", {}, replace(E, term_weight=0.8)),
+    "exp-n4": ("expanded", {}, replace(E, n_terms=4)),
+    "exp-n12": ("expanded", {}, replace(E, n_terms=12)),
+    "exp-nolex": ("expanded", {}, replace(E, lexical_terms=False)),
+    "exp-dense.3": ("expanded", {}, replace(E, term_dense_weight=0.3)),
+    "exp-prf2": ("expanded", {}, replace(E, prf_passages=2)),
+    "exp-prf3-.5": ("expanded", {}, replace(E, prf_passages=3, prf_weight=0.5)),
+    "exp-head.5": ("expanded", {}, replace(E, heading_weight=0.5)),
+    "exp-off": ("expanded", {}, replace(E, term_weight=0.0)),
+}
+SETS = {"base": ["lexical", "dense", "hybrid", "expanded"]}
+
+
+def build(db_path: Path, files: list[Path], ids: list[str | None]) -> None:
+    conn = db.connect(db_path)
+    embedder = embed.get_embedder()
+    for path, book_id in zip(files, ids):
+        t = time.perf_counter()
+        r = ingest.ingest_file(conn, path, embedder, book_id=book_id)
+        print(f"  {r.status} {r.book_id}: {r.passages} passages, {r.embedded} embedded, "
+              f"{time.perf_counter() - t:.0f} s", file=sys.stderr)
+    conn.close()
+
+
+def searcher(conn, embedder, name: str, depth: int):
+    mode, opts, exp = VARIANTS[name]
+
+    def run(text, scope):
+        if mode == "expanded":
+            return expand.search(conn, embedder, text, k=depth, book_ids=scope, depth=depth,
+                                 options=exp, **opts).hits
+        return retrieve.search(conn, embedder, text, k=depth, mode=mode, book_ids=scope, depth=depth,
+                               **opts).hits
+
+    return run
+
+
+def run_set(db_path: Path, queries, names: list[str], depth: int, scope=None) -> evaluate.EvalReport:
+    conn = db.connect(db_path, create=False)
+    embedder = embed.get_embedder()
+    known = [b.id for b in __import__("ragcli.store", fromlist=["x"]).list_books(conn)]
+    for q in queries:
+        q.book = evaluate.resolve_book(q.book, known) if q.book else None
+    report = evaluate.evaluate({n: searcher(conn, embedder, n, depth) for n in names}, queries, scope)
+    conn.close()
+    return report
+
+
+def nfcorpus(data: Path, cache: Path, names: list[str], limit: int) -> dict:
+    db_path = cache / "nfcorpus.db"
+    if not db_path.exists():
+        print("building the NFCorpus corpus (once)", file=sys.stderr)
+        build(db_path, [data / "nfcorpus" / "corpus.jsonl"], ["nfcorpus"])
+    queries = evaluate.load_queries(data / "nfcorpus" / "queries.jsonl", data / "nfcorpus" / "qrels" / "test.tsv")
+    queries = queries[:limit] if limit else queries
+    report = run_set(db_path, queries, names, 300)
+    print(f"\nNFCorpus test, {report.queries} queries (anchors: "
+          + ", ".join(f"{k} {v}" for k, v in ANCHORS.items()) + ")")
+    _print(report, ["ndcg@10", "recall@10", "recall@100", "mrr@10"])
+    return _data(report)
+
+
+def fm(data: Path, cache: Path, names: list[str], limit: int) -> dict:
+    db_path = cache / "pdfs.db"
+    if not db_path.exists():
+        print("building the PDF corpus (once)", file=sys.stderr)
+        pdfs = sorted((data / "pdfs").glob("*.pdf"))
+        build(db_path, pdfs, [None] * len(pdfs))
+    queries = evaluate.load_queries(ROOT / "bench" / "fm4-25-11-questions.jsonl")
+    queries = queries[:limit] if limit else queries
+    report = run_set(db_path, queries, names, 20)
+    print(f"\nFM 4-25.11, {report.queries} questions, all PDFs in one corpus")
+    _print(report, ["hit@1", "hit@5", "mrr@10", "recall@10"])
+    return _data(report)
+
+
+def _print(report: evaluate.EvalReport, metrics: list[str]) -> None:
+    groups = [("all", None)] + [(t, t) for t in sorted({t for r in report.modes for t in r.by_type})]
+    cols = [f"{g} {m}" for g, _ in groups for m in metrics]
+    print(f"{'variant':<20}" + "".join(f"{c:>16}" for c in cols) + f"{'s':>7}")
+    for r in report.modes:
+        vals = [(r.by_type.get(t, {}) if t else r.metrics).get(m, 0.0) for _, t in groups for m in metrics]
+        print(f"{r.mode:<20}" + "".join(f"{v:>16.4f}" for v in vals) + f"{r.seconds:>7.1f}")
+
+
+def _data(report: evaluate.EvalReport) -> dict:
+    return {r.mode: {"metrics": r.metrics, "by_type": r.by_type, "seconds": r.seconds,
+                     "per_query": [{k: v for k, v in row.items()} for row in r.per_query]}
+            for r in report.modes}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "ragcli-bench")
+    ap.add_argument("--only", choices=["nfcorpus", "fm"])
+    ap.add_argument("--variants", default="base", help="'base', 'all', or comma-separated names")
+    ap.add_argument("--limit", type=int, default=0, help="first N queries only (quick looks)")
+    ap.add_argument("--out", type=Path, help="write every figure (and per-query rows) as JSON")
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args()
+    if args.list:
+        for name, (mode, opts, exp) in VARIANTS.items():
+            print(f"{name:<20} {mode:<9} {opts} {exp if exp is not None else ''}")
+        return 0
+    names = SETS.get(args.variants) or (list(VARIANTS) if args.variants == "all" else args.variants.split(","))
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        ap.error(f"unknown variants: {', '.join(unknown)}")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    args.cache.mkdir(parents=True, exist_ok=True)
+    out = {}
+    if args.only in (None, "nfcorpus"):
+        out["nfcorpus"] = nfcorpus(args.data, args.cache, names, args.limit)
+    if args.only in (None, "fm"):
+        out["fm"] = fm(args.data, args.cache, names, args.limit)
+    if args.out:
+        args.out.write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

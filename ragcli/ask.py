@@ -1,0 +1,168 @@
+"""question -> expansion -> retrieval -> labelled prompt -> model (or extractive) -> validated answer."""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+from . import citations, language, prompt, retrieve, store
+from .types import Answer, Source
+
+NO_ANSWER = "The provided passages do not answer this."
+# Calibrated on the FM 4-25.11 manual and the sample book (docs/decisions.md): the best cosine of an
+# on-topic question's top passage was >= 0.38, off-topic questions stayed below 0.30.
+DENSE_FLOOR = 0.30
+ANSWER_TOKENS_RESERVE = 64
+
+
+@dataclass
+class AskOptions:
+    k: int = 8
+    book_ids: Optional[Sequence[str]] = None
+    expand: bool = True
+    max_tokens: int = 512
+    show_prompt: bool = False
+
+
+@dataclass
+class Expansion:
+    rewrite: Optional[str]
+    terms: list[str]
+    extra: list[retrieve.Query]
+    seconds: float
+
+
+def expand_question(conn, embedder, question: str, model, opts: AskOptions) -> Expansion:
+    """Model-free expansion from the book's vocabulary, plus one LLM rewrite when a model is set."""
+    t0 = time.perf_counter()
+    if not opts.expand:
+        return Expansion(None, [], [], 0.0)
+    from . import expand
+
+    extra, terms = expand.expansion_queries(conn, embedder, question, opts.book_ids)
+    rewrite = None
+    if model is not None:
+        rewrite = _rewrite(conn, model, question, terms, opts.book_ids)
+        if rewrite:
+            extra = extra + [retrieve.Query(rewrite, weight=0.8)]
+    return Expansion(rewrite, terms, extra, time.perf_counter() - t0)
+
+
+def _rewrite(conn, model, question: str, terms: list[str], book_ids) -> Optional[str]:
+    from .llm import one_line_grammar
+
+    titles = [b.title for b in store.list_books(conn, book_ids)]
+    messages = prompt.rewrite_messages(question, titles, terms)
+    try:
+        text = model.chat(messages, max_tokens=48, grammar=one_line_grammar(160), temperature=0.0)
+    except Exception:  # a failed rewrite must never fail the question
+        return None
+    return clean_rewrite(str(text), question)
+
+
+def clean_rewrite(text: str, question: str) -> Optional[str]:
+    """Keep a rewrite only if it looks like a short question in words; else fall back to the original."""
+    text = " ".join(text.replace("\n", " ").split()).strip(" \"'`")
+    text = re.sub(r"^(rewritten question|question)\s*:\s*", "", text, flags=re.I)
+    words = re.findall(r"[A-Za-z]{3,}", text)
+    if len(words) < 2 or len(text) > 200 or text.lower() == question.lower().strip():
+        return None
+    if sum(len(w) for w in words) < 0.5 * len(text.replace(" ", "")):
+        return None  # mostly symbols or digits: junk
+    return text
+
+
+def no_context(result: retrieve.SearchResult) -> bool:
+    """Below the calibrated floor: nothing retrieved is about the question."""
+    if not result.hits:
+        return True
+    best_dense = max((h.dense_score for h in result.hits if h.dense_score is not None), default=None)
+    return best_dense is None or best_dense < DENSE_FLOOR
+
+
+def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = None,
+        on_text: Optional[Callable[[str], None]] = None,
+        on_expanded: Optional[Callable[[Expansion], None]] = None) -> Answer:
+    """Answer `question` from the corpus. `on_text` receives validated text as it streams;
+    `on_expanded` the expansion before retrieval runs."""
+    opts = opts or AskOptions()
+    retrieve.check_scope(conn, opts.book_ids)
+    timings: dict[str, float] = {}
+    lang = language.other_language(question, lambda w: store.term_in_corpus(conn, w))
+    if lang:
+        name = language.NAMES.get(lang, lang)
+        return Answer(question, None, "", "no_context", [], [], [], timings=timings, notice=(
+            f"the question looks {name}, but the books and the embedding model are English; "
+            f"ask in English"))
+    exp = expand_question(conn, embedder, question, model, opts)
+    timings["expansion"] = exp.seconds
+    if on_expanded:
+        on_expanded(exp)
+    t = time.perf_counter()
+    result = retrieve.search(conn, embedder, question, k=opts.k, book_ids=opts.book_ids, extra=exp.extra)
+    timings["retrieval"] = time.perf_counter() - t
+    sources = prompt.label_sources(result.hits)
+    base = dict(question=question, expanded_query=exp.rewrite or (", ".join(exp.terms) or None))
+    if no_context(result):
+        return Answer(**base, answer="", status="no_context", citations=[], removed_citations=[],
+                      sources=sources, timings=timings,
+                      notice="the books do not seem to cover this; the nearest passages are listed")
+    if model is None:
+        return _extractive(embedder, question, sources, base, timings)
+    return _generate(model, question, sources, base, timings, opts, on_text)
+
+
+def _generate(model, question, sources, base, timings, opts, on_text) -> Answer:
+    budget = model.context_size - opts.max_tokens - ANSWER_TOKENS_RESERVE
+    p = prompt.build(question, sources, model.count_tokens, budget)
+    valid = {s.label for s in p.sources}
+    pages, sections, figures = prompt.reference_maps(p.sources)
+    stream = citations.StreamFilter(valid, pages, sections, figures)
+    t = time.perf_counter()
+    pieces = []
+    for piece in model.chat(p.messages, max_tokens=opts.max_tokens, stream=True):
+        safe = stream.feed(piece)
+        pieces.append(safe)
+        if on_text and safe:
+            on_text(safe)
+    tail = stream.flush()
+    pieces.append(tail)
+    if on_text and tail:
+        on_text(tail)
+    timings["generation"] = time.perf_counter() - t
+    timings["prompt_tokens"] = p.prompt_tokens
+    timings.update({k: v for k, v in getattr(model, "stats", {}).items() if isinstance(v, (int, float))})
+    text = "".join(pieces).strip()
+    status = "answered"
+    if not stream.citations and NO_ANSWER.lower()[:30] not in text.lower():
+        status = "unsupported"
+    notice = None
+    if p.dropped:
+        notice = f"{len(p.dropped)} lower-ranked passage(s) left out to fit the model's context window"
+    return Answer(**base, answer=text, status=status, citations=list(stream.citations),
+                  removed_citations=list(stream.removed), sources=p.sources + p.dropped,
+                  model=getattr(model, "params", None), timings=timings,
+                  prompt=_render_prompt(p.messages) if opts.show_prompt else None, notice=notice)
+
+
+def _render_prompt(messages: list[dict]) -> str:
+    return "\n\n".join(f"<{m['role']}>\n{m['content']}" for m in messages)
+
+
+def _extractive(embedder, question, sources: list[Source], base, timings) -> Answer:
+    """No model: the sentences that best answer the question, each with its label."""
+    from . import extractive
+
+    t = time.perf_counter()
+    text, used = extractive.answer(embedder, question, sources)
+    timings["generation"] = time.perf_counter() - t
+    return Answer(**base, answer=text, status="extractive", citations=used, removed_citations=[],
+                  sources=sources, timings=timings,
+                  notice="no model configured: extractive answer (set one with --model F.gguf or RAGCLI_MODEL)")
+
+
+def cited_sources(answer: Answer) -> list[Source]:
+    return [s for s in answer.sources if s.label in answer.citations]
+
+

@@ -1,0 +1,96 @@
+"""ask: expand -> retrieve -> labelled prompt -> llama.cpp (or extractive) -> validated, cited answer."""
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from .common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn
+
+
+def model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens):
+    """Merge flags, RAGCLI_MODEL and the config file; load the model (None when none is configured)."""
+    from .. import config, llm
+
+    s = config.model_settings(path=model, n_ctx=ctx, threads=threads, gpu_layers=gpu_layers, seed=seed,
+                              temperature=temperature, max_tokens=max_tokens)
+    if not s.path:
+        return None, s
+    quiet = not sys.stderr.isatty()
+    load = lambda: llm.load_model(s.path, n_ctx=s.n_ctx, threads=s.threads, gpu_layers=s.gpu_layers,  # noqa
+                                  seed=s.seed, temperature=s.temperature)
+    if quiet:
+        return load(), s
+    with console(stderr=True).status(f"loading model {s.path}", spinner="dots"):
+        return load(), s
+
+
+ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="GGUF chat model (or $RAGCLI_MODEL, "
+                                                 "or [model] path in the config file).", show_default=False)]
+CtxOpt = Annotated[Optional[int], typer.Option("--ctx", help="Context size in tokens (default 4096).",
+                                               show_default=False)]
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="CPU threads for llama.cpp.", show_default=False)]
+GpuOpt = Annotated[Optional[int], typer.Option("--gpu-layers", help="Layers to offload to a GPU (needs a GPU "
+                                               "build of llama.cpp).", show_default=False)]
+SeedOpt = Annotated[Optional[int], typer.Option("--seed", show_default=False)]
+TempOpt = Annotated[Optional[float], typer.Option("--temperature", show_default=False)]
+MaxTokOpt = Annotated[Optional[int], typer.Option("--max-tokens", help="Longest answer in tokens (default 512).",
+                                                  show_default=False)]
+
+
+@app.command()
+@handle_errors
+def ask(
+    question: Annotated[str, typer.Argument(help="Your question, in your own words.")],
+    book: Annotated[Optional[list[str]], typer.Option("--book", "-b", help="Ask only these book ids.")] = None,
+    k: Annotated[int, typer.Option("-k", min=1, max=50, help="Passages to retrieve.")] = 8,
+    no_expand: Annotated[bool, typer.Option("--no-expand", help="Do not rewrite the question.")] = False,
+    show_prompt: Annotated[bool, typer.Option("--show-prompt", help="Print the exact prompt (stderr).")] = False,
+    evidence: Annotated[bool, typer.Option("--evidence", help="Show each sentence's supporting quote.")] = False,
+    verify: Annotated[bool, typer.Option("--verify", help="A second model pass checks each claim.")] = False,
+    model: ModelOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None, gpu_layers: GpuOpt = None,
+    seed: SeedOpt = None, temperature: TempOpt = None, max_tokens: MaxTokOpt = None,
+    db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
+) -> None:
+    """Answer a question from the books, citing only passages that were retrieved."""
+    from .. import ask as core
+    from .. import render
+
+    conn = open_db(db, create=False)
+    core.retrieve.check_scope(conn, book)
+    embedder = embedder_for(conn, embed_model)
+    chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens)
+    opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, max_tokens=settings.max_tokens,
+                           show_prompt=show_prompt)
+    live = not json_out and sys.stdout.isatty() and chat_model is not None
+    out = console()
+    streamed = []
+
+    def on_text(text: str) -> None:
+        streamed.append(text)
+        if live:
+            out.print(render.styled_answer(text), end="")
+
+    def on_expanded(exp) -> None:
+        if not json_out and (exp.rewrite or exp.terms):
+            info(render.expansion_line(exp.rewrite, exp.terms))
+
+    answer = core.ask(conn, embedder, question, chat_model, opts, on_text=on_text, on_expanded=on_expanded)
+    if verify or evidence or answer.status in ("answered", "extractive"):
+        _assess(answer, embedder, chat_model, verify)
+    if answer.prompt and show_prompt:
+        console(stderr=True).print(answer.prompt, markup=False, highlight=False)
+    for removed in answer.removed_citations:
+        warn(f"removed citation {removed.text!r}: {removed.reason}")
+    if json_out:
+        render.print_json(render.answer_data(answer))
+    else:
+        render.print_answer(out, answer, streamed=live, evidence=evidence)
+
+
+def _assess(answer, embedder, chat_model, verify: bool) -> None:
+    """Per-claim support, and the optional --verify pass."""
+    from .. import grounding
+
+    grounding.assess(answer, embedder, chat_model if verify else None)

@@ -1,0 +1,83 @@
+"""eval retrieval: nDCG@10, Recall@10/100, MRR@10 (and hit@1/5 for page sets) per mode."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, open_db, path_arg
+
+eval_app = typer.Typer(no_args_is_help=True, help="Measure retrieval on your own test set.")
+app.add_typer(eval_app, name="eval")
+
+
+@eval_app.command("retrieval")
+@handle_errors
+def retrieval(
+    queries: Annotated[str, typer.Option("--queries", "-q", help="BEIR queries.jsonl, or a JSONL of "
+                                         "{question, book, pages} (physical pages).")],
+    qrels: Annotated[Optional[str], typer.Option("--qrels", help="BEIR qrels TSV (query-id, corpus-id, "
+                                                 "score); omit for page-set questions.")] = None,
+    mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="lexical | dense | hybrid | "
+                                                      "expanded (repeat; default: all four).")] = None,
+    k: Annotated[Optional[int], typer.Option("--k", min=10, max=2000, help="Passages retrieved per query "
+                                             "(default: 300 for BEIR, 20 for page sets).")] = None,
+    book: Annotated[Optional[list[str]], typer.Option("--book", "-b", help="Limit to these book ids.")] = None,
+    per_query: Annotated[bool, typer.Option("--per-query", help="With --json: every query's scores.")] = False,
+    db: DbOpt = None,
+    json_out: JsonOpt = False,
+    embed_model: EmbedOpt = None,
+) -> None:
+    """Score the corpus's retrieval against known answers, one column per mode."""
+    from .. import evaluate
+    from ..errors import UsageError
+    from ..render import print_json
+
+    modes = list(dict.fromkeys(mode or evaluate.DEFAULT_MODES))
+    for m in modes:
+        if m not in evaluate.MODES:
+            raise UsageError(f"unknown mode '{m}' (choose from {', '.join(evaluate.MODES)})")
+    conn = open_db(db, create=False)
+    qs = evaluate.load_queries(path_arg(queries), path_arg(qrels) if qrels else None)
+    embedder = embedder_for(conn, embed_model) if modes != ["lexical"] else None
+    report = evaluate.run_eval(conn, embedder, qs, modes, book, k, keep_ranked=10 if per_query else 0)
+    if json_out:
+        print_json(_report_data(report, per_query))
+    else:
+        console().print(_table(report))
+
+
+def _report_data(report, per_query: bool) -> dict:
+    data = {"kind": report.kind, "queries": report.queries, "metrics": report.metrics, "modes": {}}
+    for r in report.modes:
+        entry = {"metrics": _rounded(r.metrics), "seconds": round(r.seconds, 2)}
+        if r.by_type:
+            entry["by_type"] = {t: _rounded(m) for t, m in r.by_type.items()}
+        if per_query:
+            entry["per_query"] = r.per_query
+        data["modes"][r.mode] = entry
+    return data
+
+
+def _rounded(metrics: dict) -> dict:
+    return {key: round(value, 4) for key, value in metrics.items()}
+
+
+def _table(report):
+    from rich.table import Table
+
+    table = Table(title=f"{report.queries} {'BEIR' if report.kind == 'beir' else 'page-set'} queries")
+    table.add_column("metric")
+    for r in report.modes:
+        table.add_column(r.mode, justify="right")
+    rows = [("", m) for m in report.metrics]
+    types = sorted({t for r in report.modes for t in r.by_type})
+    for t in types:
+        rows += [(t, m) for m in report.metrics if m.startswith(("hit", "mrr"))]
+    for group, metric in rows:
+        values = [(r.by_type.get(group, {}) if group else r.metrics).get(metric, 0.0) for r in report.modes]
+        best = max(values) if values else 0.0
+        cells = [f"[bold]{v:.3f}[/]" if v == best and len(values) > 1 else f"{v:.3f}" for v in values]
+        table.add_row(f"{group} {metric}".strip(), *cells)
+    table.add_row("seconds", *[f"{r.seconds:.1f}" for r in report.modes])
+    return table

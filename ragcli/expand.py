@@ -1,0 +1,174 @@
+"""Model-free query expansion from the book's own vocabulary.
+
+At ingest every book stores its vocabulary (headings, glossary entries, figure captions, frequent
+phrases; vocabulary.py) with embeddings in the vec0 table `term_vec`. At query time:
+
+- nearest terms: the terms whose vectors are closest to the question (KNN scoped to the books),
+  plus terms that share a content word with the question (lexical matches), best first;
+- they join the search as extra queries weighted below the user's own words: a lexical query of
+  the chosen terms (the user's vocabulary -> the book's vocabulary), and optionally a dense one;
+- optional pseudo-relevance feedback (the text of the first-pass top passages as a dense query)
+  and a heading-only lexical query (section-title match).
+
+What the numbers supported is recorded in docs/benchmarks-retrieval.md; DEFAULTS holds the kept
+settings. `nearest_terms` also feeds the LLM rewrite prompt.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+
+from . import retrieve, store
+from .retrieve import Query, SearchResult
+
+_WORD = re.compile(r"[a-z][a-z0-9'-]+")
+_STOP = retrieve.STOPWORDS | {"get", "got", "one", "like", "way", "much", "many", "thing", "someone",
+                              "something", "really", "help", "need", "know", "tell", "make", "keep"}
+
+
+@dataclass
+class ExpansionOptions:
+    n_terms: int = 8  # terms joined into the expansion queries
+    min_similarity: float = 0.35  # terms less similar to the question are left out
+    term_weight: float = 0.5  # weight of the lexical terms query (the user's own words weigh 1.0)
+    term_dense_weight: float = 0.0  # weight of the terms as a dense query (0: not used)
+    lexical_terms: bool = True  # add terms sharing a content word with the question
+    prf_passages: int = 0  # pseudo-relevance feedback: first-pass top passages as a dense query
+    prf_weight: float = 0.3
+    heading_weight: float = 0.0  # question words matched against section headings only (0: off)
+
+
+DEFAULTS = ExpansionOptions()
+
+
+@dataclass
+class Expansion:
+    extra: list[Query]
+    terms: list[str]
+    candidates: list[tuple[str, str, float]] = field(default_factory=list)  # (term, source, similarity)
+
+
+def content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2]
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def _knn_terms(conn, qvec: np.ndarray, book_ids, n: int) -> list[tuple[str, str, float]]:
+    ranked = store.dense_search(conn, qvec, n, book_ids, table="term_vec")
+    if not ranked:
+        return []
+    by_id = store.terms_by_ids(conn, [tid for tid, _ in ranked])
+    return [(by_id[tid][0], by_id[tid][1], sim) for tid, sim in ranked if tid in by_id]
+
+
+def _lexical_terms(conn, question: str, book_ids, qvec: np.ndarray, embedder,
+                   n: int) -> list[tuple[str, str, float]]:
+    """Terms sharing a (stemmed) content word with the question, scored by cosine to it."""
+    stems = {_stem(w) for w in content_words(question)}
+    if not stems:
+        return []
+    where, args = ("", []) if not book_ids else (
+        f" WHERE book_id IN ({','.join('?' * len(book_ids))})", list(book_ids))
+    rows = conn.execute(f"SELECT term, source FROM terms{where}", args).fetchall()  # read-only
+    found = [(t, s) for t, s in rows if stems & {_stem(w) for w in content_words(t)}]
+    if not found:
+        return []
+    found = found[: n * 20]
+    vecs = embedder.embed([t for t, _ in found])
+    sims = vecs @ np.asarray(qvec, dtype=np.float32)
+    order = np.argsort(-sims)[:n]
+    return [(found[i][0], found[i][1], float(sims[i])) for i in order]
+
+
+def candidates(conn, embedder, question: str, book_ids: Optional[Sequence[str]], n: int = 12,
+               lexical: bool = True, qvec: Optional[np.ndarray] = None) -> list[tuple[str, str, float]]:
+    """(term, source, similarity), best first, unique by lower-cased term, none repeating the
+    question verbatim."""
+    if not store.has_vectors(conn):
+        return []
+    qvec = embedder.embed([question])[0] if qvec is None else qvec
+    pool = _knn_terms(conn, qvec, book_ids, n * 3)
+    if lexical:
+        pool += _lexical_terms(conn, question, book_ids, qvec, embedder, n)
+    seen, out = {question.strip().lower()}, []
+    for term, source, sim in sorted(pool, key=lambda c: -c[2]):
+        key = term.lower()
+        if key not in seen:
+            seen.add(key)
+            out.append((term, source, sim))
+    return out[:n]
+
+
+def nearest_terms(conn, embedder, question: str, book_ids: Optional[Sequence[str]] = None,
+                  n: int = 12) -> list[str]:
+    """The book's own terms closest to the question (for the LLM rewrite prompt)."""
+    return [t for t, _, _ in candidates(conn, embedder, question, book_ids, n)]
+
+
+def expansions(conn, embedder, question: str, book_ids: Optional[Sequence[str]] = None,
+               options: ExpansionOptions = DEFAULTS) -> Expansion:
+    """Extra queries (below the user's words) for retrieve.search, and the terms chosen."""
+    qvec = embedder.embed([question])[0]
+    cands = candidates(conn, embedder, question, book_ids, max(options.n_terms, 1),
+                       options.lexical_terms, qvec)
+    chosen = [c for c in cands if c[2] >= options.min_similarity][: options.n_terms]
+    terms = [t for t, _, _ in chosen]
+    extra: list[Query] = []
+    if terms and options.term_weight > 0:
+        extra.append(Query(" ; ".join(terms), options.term_weight, ("lexical",)))
+    if terms and options.term_dense_weight > 0:
+        extra.append(Query(" ; ".join(terms), options.term_dense_weight, ("dense",)))
+    return Expansion(extra, terms, cands)
+
+
+def expansion_queries(conn, embedder, question: str, book_ids: Optional[Sequence[str]] = None,
+                      options: ExpansionOptions = DEFAULTS) -> tuple[list[Query], list[str]]:
+    """(extra queries for retrieve.search, terms chosen): the interface ask.py uses."""
+    exp = expansions(conn, embedder, question, book_ids, options)
+    return exp.extra, exp.terms
+
+
+def heading_query(question: str) -> str:
+    """An FTS5 query over the heading column only (section-title match)."""
+    words = content_words(question)
+    return "heading : (" + " OR ".join('"' + w + '"' for w in dict.fromkeys(words)) + ")" if words else ""
+
+
+def search(conn, embedder, question: str, *, k: int = 10, book_ids: Optional[Sequence[str]] = None,
+           depth: int = 50, options: ExpansionOptions = DEFAULTS, **search_options) -> SearchResult:
+    """Hybrid search with model-free expansion (and optional PRF); `expansions` lists the terms."""
+    exp = expansions(conn, embedder, question, book_ids, options)
+    extra = list(exp.extra)
+    if options.prf_passages > 0:
+        first = retrieve.search(conn, embedder, question, k=options.prf_passages, book_ids=book_ids,
+                                depth=depth, extra=extra, **search_options)
+        text = " ".join(h.text for h in first.hits)
+        if text:
+            extra.append(Query(text, options.prf_weight, ("dense",)))
+    result = retrieve.search(conn, embedder, question, k=k, mode="hybrid", book_ids=book_ids,
+                             depth=depth, extra=extra, **search_options)
+    if options.heading_weight > 0:
+        result = _with_headings(conn, result, question, book_ids, depth, options.heading_weight)
+    result.expansions = exp.terms
+    return result
+
+
+def _with_headings(conn, result: SearchResult, question: str, book_ids, depth: int,
+                   weight: float) -> SearchResult:
+    """Re-rank: add an RRF share for passages whose section heading matches question words."""
+    ranked = store.lexical_search(conn, heading_query(question), depth, book_ids)
+    bonus = retrieve.rrf([([pid for pid, _ in ranked], weight)])
+    hits = sorted(result.hits, key=lambda h: -(h.score + bonus.get(h.passage_id, 0.0)))
+    for rank, hit in enumerate(hits, 1):
+        hit.score, hit.rank = hit.score + bonus.get(hit.passage_id, 0.0), rank
+    result.hits = hits
+    return result
