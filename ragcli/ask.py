@@ -23,6 +23,7 @@ class AskOptions:
     expand: bool = True
     max_tokens: int = 512
     show_prompt: bool = False
+    grammar: Optional[str] = None  # GBNF constraining the answer (llama.cpp users' --grammar-file)
 
 
 @dataclass
@@ -121,7 +122,7 @@ def _generate(model, question, sources, base, timings, opts, on_text) -> Answer:
     stream = citations.StreamFilter(valid, pages, sections, figures)
     t = time.perf_counter()
     pieces = []
-    for piece in model.chat(p.messages, max_tokens=opts.max_tokens, stream=True):
+    for piece in model.chat(p.messages, max_tokens=opts.max_tokens, stream=True, grammar=opts.grammar):
         safe = stream.feed(piece)
         pieces.append(safe)
         if on_text and safe:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from pathlib import Path
 
 from . import migrations
@@ -13,7 +14,7 @@ except ImportError:  # pragma: no cover - depends on the platform
     import sqlite3  # type: ignore
 
 APP_ID = "ragcli"
-BUSY_TIMEOUT_MS = 10_000
+BUSY_TIMEOUT_MS = 10_000  # default; RAGCLI_BUSY_TIMEOUT_MS overrides it
 DatabaseError = sqlite3.DatabaseError
 OperationalError = sqlite3.OperationalError
 
@@ -22,30 +23,56 @@ def schema_version() -> int:
     return len(migrations.STEPS)
 
 
-def _load_vec(conn) -> None:
-    import sqlite_vec
+def busy_timeout_ms() -> int:
+    """How long a write waits for another process's lock: $RAGCLI_BUSY_TIMEOUT_MS, else 10 s."""
+    raw = os.environ.get("RAGCLI_BUSY_TIMEOUT_MS", "").strip()
+    if not raw:
+        return BUSY_TIMEOUT_MS
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        raise CorpusError(f"RAGCLI_BUSY_TIMEOUT_MS must be a whole number of milliseconds, not {raw!r}")
 
+
+def _writable(path: Path) -> bool:
+    return os.access(path, os.W_OK)
+
+
+def _vec_path() -> str:
+    """sqlite-vec's loadable library, found without importing the package (its __init__ imports
+    numpy: 0.1-0.5 s of every command)."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise CorpusError("sqlite-vec is not installed: pip install sqlite-vec")
+    return os.path.join(list(spec.submodule_search_locations)[0], "vec0")
+
+
+def _load_vec(conn) -> None:
     if not hasattr(conn, "enable_load_extension"):
         raise CorpusError("this Python's sqlite3 cannot load extensions; install pysqlite3-binary")
     conn.enable_load_extension(True)
-    sqlite_vec.load(conn)
+    conn.load_extension(_vec_path())
     conn.enable_load_extension(False)
 
 
-def _applied(conn) -> list[str]:
+def _applied(conn, path: Path = Path("the corpus file")) -> list[str]:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if not tables:
         return []
     if "migrations" not in tables or "meta" not in tables:
-        raise CorpusError("not a ragcli corpus (a SQLite file with other tables)")
+        raise CorpusError(f"{path} is not a ragcli corpus (a SQLite file with other tables); "
+                          f"give another file with --db")
     row = conn.execute("SELECT value FROM meta WHERE key='app'").fetchone()
     if not row or row[0] != APP_ID:
-        raise CorpusError("not a ragcli corpus (meta.app is missing)")
+        raise CorpusError(f"{path} is not a ragcli corpus (no ragcli mark in its meta table)")
     return [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY rowid")]
 
 
 def _migrate(conn, path: Path) -> None:
-    applied = _applied(conn)
+    applied = _applied(conn, path)
     unknown = [name for name in applied if name not in migrations.known_names()]
     if unknown:
         raise CorpusError(
@@ -59,7 +86,7 @@ def _migrate(conn, path: Path) -> None:
     with conn:
         conn.execute("BEGIN IMMEDIATE")
         if not applied:
-            conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
         for name, fn in migrations.pending(_applied_in_tx(conn)):
             fn(conn)
             if name == "m001_initial":
@@ -72,7 +99,11 @@ def _applied_in_tx(conn) -> list[str]:
 
 
 def connect(path: Path, create: bool = True):
-    """Open (and create or upgrade) the corpus at `path`. Raises CorpusError with a clear message."""
+    """Open (and create or upgrade) the corpus at `path`. Raises CorpusError with a clear message.
+
+    A file this process cannot write is opened read-only (`?mode=ro`): reading works, and the first
+    write fails with "read-only" instead of half-working. A foreign file is refused before anything
+    (not even the journal mode) is written to it."""
     path = Path(path)
     if not path.exists():
         if not create:
@@ -83,15 +114,26 @@ def connect(path: Path, create: bool = True):
             raise CorpusError(f"cannot create {path.parent}: {exc.strerror}") from exc
     elif path.is_dir():
         raise CorpusError(f"{path} is a directory, not a corpus file")
+    timeout = busy_timeout_ms()
+    readonly = path.exists() and not _writable(path)
+    target = f"file:{path.resolve()}?mode=ro" if readonly else str(path)
     try:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                               check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn = sqlite3.connect(target, timeout=timeout / 1000, isolation_level=None,
+                               check_same_thread=False, uri=readonly)
+    except sqlite3.DatabaseError as exc:
+        raise CorpusError(describe(exc, path)) from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {timeout}")
         conn.execute("PRAGMA foreign_keys = ON")
-        _set_wal(conn)
+        _applied(conn, path)  # refuses a foreign file before anything is written to it
+        if not readonly:
+            _set_wal(conn)
         _load_vec(conn)
         _migrate(conn, path)
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, CorpusError) as exc:
+        conn.close()
+        if isinstance(exc, CorpusError):
+            raise
         raise CorpusError(describe(exc, path)) from exc
     return conn
 
@@ -111,7 +153,7 @@ def describe(exc: Exception, path: Path) -> str:
     if "not a database" in msg or "malformed" in msg:
         return f"{path} is not a ragcli corpus (not a SQLite database)"
     if "readonly" in msg or "read-only" in msg:
-        return f"{path} is read-only: cannot write to it"
+        return f"{path} is read-only: cannot write to it (check its permissions)"
     if "locked" in msg or "busy" in msg:
         return f"{path} is locked by another process; try again when it finishes"
     if "unable to open" in msg:

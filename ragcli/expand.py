@@ -33,6 +33,7 @@ _STOP = retrieve.STOPWORDS | {"get", "got", "one", "like", "way", "much", "many"
 class ExpansionOptions:
     n_terms: int = 8  # terms joined into the expansion queries
     min_similarity: float = 0.35  # terms less similar to the question are left out
+    relative: float = 0.8  # ... and so are terms below this share of the best term's similarity
     term_weight: float = 0.5  # weight of the lexical terms query (the user's own words weigh 1.0)
     term_dense_weight: float = 0.0  # weight of the terms as a dense query (0: not used)
     lexical_terms: bool = True  # add terms sharing a content word with the question
@@ -70,42 +71,54 @@ def _knn_terms(conn, qvec: np.ndarray, book_ids, n: int) -> list[tuple[str, str,
     return [(by_id[tid][0], by_id[tid][1], sim) for tid, sim in ranked if tid in by_id]
 
 
-def _lexical_terms(conn, question: str, book_ids, qvec: np.ndarray, embedder,
-                   n: int) -> list[tuple[str, str, float]]:
-    """Terms sharing a (stemmed) content word with the question, scored by cosine to it."""
+def _lexical_terms(conn, question: str, book_ids, qvec: np.ndarray, n: int) -> list[tuple[str, str, float]]:
+    """Terms sharing a (stemmed) content word with the question, scored by cosine to it (stored
+    vectors). Read-only SQL kept here beside its only use."""
     stems = {_stem(w) for w in content_words(question)}
     if not stems:
         return []
     where, args = ("", []) if not book_ids else (
         f" WHERE book_id IN ({','.join('?' * len(book_ids))})", list(book_ids))
-    rows = conn.execute(f"SELECT term, source FROM terms{where}", args).fetchall()  # read-only
-    found = [(t, s) for t, s in rows if stems & {_stem(w) for w in content_words(t)}]
+    rows = conn.execute(f"SELECT id, term, source FROM terms{where}", args).fetchall()
+    found = [(i, t, s) for i, t, s in rows if stems & {_stem(w) for w in content_words(t)}][:500]
     if not found:
         return []
-    found = found[: n * 20]
-    vecs = embedder.embed([t for t, _ in found])
-    sims = vecs @ np.asarray(qvec, dtype=np.float32)
-    order = np.argsort(-sims)[:n]
-    return [(found[i][0], found[i][1], float(sims[i])) for i in order]
+    vecs = {}
+    for start in range(0, len(found), 250):
+        ids = [i for i, _, _ in found[start:start + 250]]
+        vecs.update(conn.execute(f"SELECT rowid, embedding FROM term_vec WHERE rowid IN "
+                                 f"({','.join('?' * len(ids))})", ids).fetchall())
+    q = np.asarray(qvec, dtype=np.float32)
+    scored = [(t, s, float(np.frombuffer(vecs[i], dtype=np.float32) @ q)) for i, t, s in found if i in vecs]
+    return sorted(scored, key=lambda c: -c[2])[:n]
 
 
 def candidates(conn, embedder, question: str, book_ids: Optional[Sequence[str]], n: int = 12,
                lexical: bool = True, qvec: Optional[np.ndarray] = None) -> list[tuple[str, str, float]]:
-    """(term, source, similarity), best first, unique by lower-cased term, none repeating the
-    question verbatim."""
+    """(term, source, similarity), best first, unique by lower-cased term."""
     if not store.has_vectors(conn):
         return []
     qvec = embedder.embed([question])[0] if qvec is None else qvec
     pool = _knn_terms(conn, qvec, book_ids, n * 3)
     if lexical:
-        pool += _lexical_terms(conn, question, book_ids, qvec, embedder, n)
-    seen, out = {question.strip().lower()}, []
+        pool += _lexical_terms(conn, question, book_ids, qvec, n)
+    seen, out = set(), []
     for term, source, sim in sorted(pool, key=lambda c: -c[2]):
         key = term.lower()
         if key not in seen:
             seen.add(key)
             out.append((term, source, sim))
     return out[:n]
+
+
+def choose(cands: list[tuple[str, str, float]], question: str, options: ExpansionOptions) -> list[str]:
+    """Terms close enough to the question, relative to the best one: a question that *is* a book
+    term (similarity near 1) keeps only its near-equals, so exact-term questions are left alone."""
+    if not cands:
+        return []
+    floor = max(options.min_similarity, cands[0][2] * options.relative)
+    same = question.strip().lower()
+    return [t for t, _, sim in cands if sim >= floor and t.lower() != same][: options.n_terms]
 
 
 def nearest_terms(conn, embedder, question: str, book_ids: Optional[Sequence[str]] = None,
@@ -120,8 +133,7 @@ def expansions(conn, embedder, question: str, book_ids: Optional[Sequence[str]] 
     qvec = embedder.embed([question])[0]
     cands = candidates(conn, embedder, question, book_ids, max(options.n_terms, 1),
                        options.lexical_terms, qvec)
-    chosen = [c for c in cands if c[2] >= options.min_similarity][: options.n_terms]
-    terms = [t for t, _, _ in chosen]
+    terms = choose(cands, question, options)
     extra: list[Query] = []
     if terms and options.term_weight > 0:
         extra.append(Query(" ; ".join(terms), options.term_weight, ("lexical",)))

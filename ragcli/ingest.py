@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from . import chunking, store, vocabulary
-from .errors import InputError, UsageError
+from .errors import CorpusError, InputError, UsageError
 from .types import ParsedBook
 
 Progress = Callable[[str, int, int], None]  # (phase: "pages" | "embed", done, total)
@@ -80,6 +80,10 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
                 password: Optional[str] = None, replace: bool = False,
                 progress: Optional[Progress] = None) -> IngestResult:
     t0 = time.perf_counter()
+    same = store.book_by_hash(conn, _file_hash(path)) if path.is_file() else None
+    if same and (book_id in (None, same.id)):  # the same bytes are already in: do not even parse
+        return IngestResult(str(path), "unchanged", same.id, same.title, same.page_count, same.sections,
+                            same.figures, same.passages, seconds=time.perf_counter() - t0)
     parsed = parse_file(path, password, title, progress)
     t_parse = time.perf_counter()
     same = store.book_by_hash(conn, parsed.file_hash)
@@ -99,16 +103,8 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
     t_embed = time.perf_counter()
     terms = vocabulary.extract_terms(parsed)
     term_vecs = embedder.embed([t for t, _, _ in terms]) if terms else []
-    labels = {p.number: p.label for p in parsed.pages}
-    with conn:  # one transaction: all of the book or nothing
-        conn.execute("BEGIN IMMEDIATE")
-        store.ensure_vector_tables(conn, embedder.name, embedder.dim)
-        if existing:
-            store.delete_book(conn, book_id)
-        store.insert_book(conn, book_id, parsed, labels)
-        store.insert_passages(conn, book_id, passages, [chunking.sha256(p.text) for p in passages],
-                              embed_hashes, vectors)
-        store.insert_terms(conn, book_id, terms, term_vecs)
+    _store(conn, embedder, book_id, parsed, (passages, embed_hashes, vectors), (terms, term_vecs),
+           replace=bool(existing))
     t_end = time.perf_counter()
     return IngestResult(
         str(path), "replaced" if existing else "added", book_id, parsed.title, len(parsed.pages),
@@ -116,6 +112,42 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
         embedded=len(passages) - reused, reused=reused, seconds=t_end - t0,
         timings={"parse": t_parse - t0, "embed": t_embed - t_parse, "store": t_end - t_embed},
     )
+
+
+def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term_parts, *,
+           replace: bool) -> None:
+    """Write the book in one transaction: all of it or nothing (an error or Ctrl-C rolls back)."""
+    from . import db
+
+    passages, embed_hashes, vectors = passage_parts
+    terms, term_vecs = term_parts
+    labels = {p.number: p.label for p in parsed.pages}
+    try:
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            store.ensure_vector_tables(conn, embedder.name, embedder.dim)
+            if replace:
+                store.delete_book(conn, book_id)
+            store.insert_book(conn, book_id, parsed, labels)
+            store.insert_passages(conn, book_id, passages, [chunking.sha256(p.text) for p in passages],
+                                  embed_hashes, vectors)
+            store.insert_terms(conn, book_id, terms, term_vecs)
+    except db.DatabaseError as exc:
+        raise CorpusError(db.describe(exc, _db_file(conn))) from exc
+
+
+def _file_hash(path: Path) -> str:
+    from .pdf import file_sha256
+
+    try:
+        return file_sha256(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror})") from exc
+
+
+def _db_file(conn) -> Path:
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return Path(row[2] if row and row[2] else "the corpus file")
 
 
 def _vectors(conn, embedder, texts, hashes, progress) -> tuple[list[bytes], int]:

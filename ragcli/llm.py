@@ -1,7 +1,7 @@
 """Chat models: one protocol (complete a chat), a llama.cpp implementation, a fake, and grammars.
 
-`llama_cpp` is imported inside the functions that use it, so `import ragcli.llm` stays fast and works
-without llama-cpp-python installed (the fake and the grammar helpers need nothing heavy).
+`llama_cpp` is imported inside the functions that use it, so `import ragcli.llm` stays fast and
+works without llama-cpp-python installed (the fake and the grammar helpers need nothing heavy).
 """
 from __future__ import annotations
 
@@ -22,16 +22,11 @@ class ChatModel(Protocol):
     context_size: int
     stats: dict  # last call: prompt_tokens, prompt_evaluated, prompt_cached, generated_tokens
 
-    def chat(
-        self,
-        messages: Messages,
-        *,
-        max_tokens: int,
-        grammar: Optional[str] = None,
-        stream: bool = False,
-        temperature: Optional[float] = None,
-    ) -> Union[str, Iterator[str]]:
-        """The assistant's reply; with stream=True an iterator of text pieces."""
+    def chat(self, messages: Messages, *, max_tokens: int, grammar: Optional[str] = None,
+             stream: bool = False, temperature: Optional[float] = None
+             ) -> Union[str, Iterator[str]]:
+        """The assistant's reply; with stream=True an iterator of text pieces. `grammar` is GBNF
+        text that constrains the output; `temperature` None means the model's default."""
         ...
 
     def count_tokens(self, text: str) -> int:
@@ -83,7 +78,7 @@ def gguf_metadata(path: Union[str, Path]) -> dict:
                 raise ModelError(f"{path} is not a GGUF model file (no 'GGUF' magic at the start)")
             version, _n_tensors, n_kv = struct.unpack("<IQQ", f.read(20))
             if version < 2:
-                raise ModelError(f"{path}: GGUF version {version} is too old; convert the model again")
+                raise ModelError(f"{path}: GGUF version {version} is too old; convert it again")
             meta: dict = {}
             for _ in range(n_kv):
                 key = _read_string(f)
@@ -134,6 +129,26 @@ def check_model_file(path: Union[str, Path], n_ctx: int) -> dict:
     return meta
 
 
+def _capture_stderr(fn):
+    """Run fn() with file descriptor 2 redirected (llama.cpp's C code prints errors there);
+    returns (result, captured text)."""
+    import sys
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            result = fn()
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        return result, tmp.read().decode("utf-8", errors="replace")
+
+
 class LlamaCppModel:
     """A GGUF chat model run in-process by llama-cpp-python.
 
@@ -151,6 +166,7 @@ class LlamaCppModel:
         self.seed = seed
         self.temperature = temperature
         self._grammars: dict[str, object] = {}
+        self._format = None
         try:
             self._llm = llama_cpp.Llama(
                 model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads,
@@ -194,67 +210,100 @@ class LlamaCppModel:
     def _check_grammar(self, text: str) -> None:
         """Parse the grammar once with llama.cpp. LlamaGrammar.from_string does not validate, and
         an unparsable grammar would reach the sampler chain as a NULL sampler."""
-        import contextlib
-        import io
-
         import llama_cpp
 
-        captured = io.StringIO()
-        with contextlib.redirect_stderr(captured):  # llama.cpp logs the parse error via Python
-            sampler = llama_cpp.llama_sampler_init_grammar(
-                self._llm._model.vocab, text.encode("utf-8"), b"root")
+        vocab = self._llm._model.vocab
+        sampler, message = _capture_stderr(
+            lambda: llama_cpp.llama_sampler_init_grammar(vocab, text.encode("utf-8"), b"root"))
         if not sampler:
-            detail = " ".join(captured.getvalue().split())[:300]
-            raise ModelError(f"invalid GBNF grammar: {detail or 'llama.cpp could not parse it'}")
+            detail = " ".join(message.split())[:300] or "llama.cpp could not parse it"
+            raise ModelError(f"invalid GBNF grammar: {detail}")
         llama_cpp.llama_sampler_free(sampler)
 
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
+    def _formatter(self):
+        """The GGUF's own chat template, rendered the way create_chat_completion renders it."""
+        from llama_cpp import llama_chat_format
+
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:  # very old GGUFs: fall back to ChatML
+            return llama_chat_format.format_chatml
+        model = self._llm._model
+        eos, bos = self._llm.token_eos(), self._llm.token_bos()
+        return llama_chat_format.Jinja2ChatFormatter(
+            template=template,
+            eos_token=model.token_get_text(eos) if eos != -1 else "",
+            bos_token=model.token_get_text(bos) if bos != -1 else "",
+        )
+
+    def prompt_tokens(self, messages: Messages) -> list[int]:
+        """The chat rendered with the model's template and tokenized."""
+        if self._format is None:
+            self._format = self._formatter()
+        try:
+            result = self._format(messages=messages)
+        except Exception as exc:  # templates raise e.g. "System role not supported"
+            if not (messages and messages[0].get("role") == "system" and len(messages) > 1):
+                raise ModelError(f"the model's chat template refused the messages: {exc}") from exc
+            first = messages[0]["content"] + "\n\n" + messages[1]["content"]
+            merged = dict(messages[1], content=first)
+            return self.prompt_tokens([merged] + list(messages[2:]))
+        return self._llm.tokenize(result.prompt.encode("utf-8"),
+                                  add_bos=not result.added_special, special=True)
+
     def chat(self, messages: Messages, *, max_tokens: int, grammar: Optional[str] = None,
              stream: bool = False, temperature: Optional[float] = None):
-        kwargs = dict(
-            messages=messages, max_tokens=max_tokens, grammar=self._grammar(grammar),
-            temperature=self.temperature if temperature is None else temperature,
-            seed=self.seed, stream=stream,
-        )
-        if stream:
-            return self._stream(kwargs)
-        self._evals = []
-        try:
-            result = self._llm.create_chat_completion(**kwargs)
-        except ValueError as exc:  # e.g. "Requested tokens (5000) exceed context window of 4096"
-            raise ModelError(str(exc)) from exc
-        self._record(result.get("usage", {}).get("completion_tokens"), None)
-        return result["choices"][0]["message"].get("content") or ""
+        prompt = self.prompt_tokens(messages)
+        room = self.context_size - len(prompt)
+        if room <= 0:
+            raise ModelError(f"the prompt has {len(prompt)} tokens but the model context holds "
+                             f"{self.context_size}; use fewer sources or a larger --n-ctx")
+        temp = self.temperature if temperature is None else temperature
+        pieces = self._generate(prompt, min(max_tokens, room), self._grammar(grammar), temp)
+        return pieces if stream else "".join(pieces)
 
-    def _stream(self, kwargs: dict) -> Iterator[str]:
-        finish_reason = None
+    def _generate(self, prompt: list[int], max_tokens: int, grammar, temp: float) -> Iterator[str]:
+        """Sample until an end-of-generation token or max_tokens, yielding decoded text.
+
+        Bytes are decoded incrementally (a character may span tokens; invalid UTF-8 is dropped),
+        so the streamed pieces always join to the non-streamed reply."""
+        import codecs
+
+        import llama_cpp
+
+        llm, generated = self._llm, 0
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")
+        llm.set_seed(self.seed)
         self._evals = []
         try:
-            for chunk in self._llm.create_chat_completion(**kwargs):
-                choice = chunk["choices"][0]
-                finish_reason = choice.get("finish_reason") or finish_reason
-                piece = choice.get("delta", {}).get("content")
+            for token in llm.generate(prompt, temp=temp, top_k=40, top_p=0.95, min_p=0.05,
+                                      repeat_penalty=1.0, grammar=grammar):
+                if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
+                    break
+                generated += 1
+                piece = decoder.decode(llm.detokenize([token]))
                 if piece:
                     yield piece
-        except ValueError as exc:
-            raise ModelError(str(exc)) from exc
+                if generated >= max_tokens:
+                    break
+            tail = decoder.decode(b"", final=True)
+            if tail:
+                yield tail
+        except RuntimeError as exc:  # llama_decode failures
+            raise ModelError(f"llama.cpp failed while generating: {exc}") from exc
         finally:
-            self._record(None, finish_reason)
+            self._record(len(prompt), generated)
 
-    def _record(self, generated: Optional[int], finish_reason: Optional[str]) -> None:
-        """Stats of the last call from the eval counter: the first eval() holds the prompt tokens
-        not found in the KV cache, each later one a generated token fed back."""
+    def _record(self, prompt_tokens: int, generated: int) -> None:
+        """Stats of the last call. The eval counter's first entry is the number of prompt tokens
+        llama.cpp evaluated; the rest of the prompt came from the KV cache."""
         evaluated = self._evals[0] if self._evals else 0
-        fed_back = max(len(self._evals) - 1, 0)
-        if generated is None:  # streaming: the last token is evaluated only if generation went on
-            generated = fed_back + (1 if finish_reason == "length" else 0)
-        prompt_tokens = int(self._llm.n_tokens) - fed_back
         self.stats = {
             "prompt_tokens": prompt_tokens,
             "prompt_evaluated": evaluated,
-            "prompt_cached": max(prompt_tokens - evaluated, 0),
+            "prompt_cached": prompt_tokens - evaluated,
             "generated_tokens": generated,
         }
 
@@ -262,14 +311,11 @@ class LlamaCppModel:
 # --------------------------------------------------------------------------- fake
 
 
-Reply = Union[str, Callable[[Messages], str]]
-
-
 class FakeChatModel:
     """Deterministic chat model for pipeline tests.
 
-    `replies`: a list of replies given in order (an exhausted queue fails the test), one string given
-    to every call, or a function(messages) -> str. Every call is recorded in `calls`."""
+    `replies`: a list of replies given in order (an exhausted queue fails the test), one string
+    given to every call, or a function(messages) -> str. Every call is recorded in `calls`."""
 
     def __init__(self, replies: Union[list[str], Callable[[Messages], str], str] = "",
                  name: str = "fake", context_size: int = 4096, piece_size: int = 3):
@@ -311,23 +357,17 @@ class FakeChatModel:
 # --------------------------------------------------------------------------- grammars
 
 
+_GBNF_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def _gbnf_literal(text: str) -> str:
     """A GBNF string literal matching exactly `text`."""
-    out = []
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02X}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+    def escape(ch: str) -> str:
+        if ch in _GBNF_ESCAPES:
+            return _GBNF_ESCAPES[ch]
+        return f"\\x{ord(ch):02X}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch
+
+    return '"' + "".join(escape(ch) for ch in text) + '"'
 
 
 def forced_text_grammar(text: str) -> str:
@@ -346,8 +386,10 @@ def one_line_grammar(max_chars: int = 200) -> str:
     return f"root ::= [^\\x00-\\x20\\x7F]{tail}\n"
 
 
-def json_verdicts_grammar(n_claims: int,
-                          verdicts: tuple[str, ...] = ("supported", "partial", "unsupported")) -> str:
+VERDICTS = ("supported", "partial", "unsupported")
+
+
+def json_verdicts_grammar(n_claims: int, verdicts: tuple[str, ...] = VERDICTS) -> str:
     """GBNF for a JSON array of exactly n_claims objects, in order:
     [{"claim": 1, "verdict": "supported"}, {"claim": 2, "verdict": "unsupported"}]"""
     if n_claims < 1:
@@ -361,7 +403,7 @@ def json_verdicts_grammar(n_claims: int,
 
 
 def parse_verdicts(text: str, n_claims: int) -> list[Optional[str]]:
-    """Verdicts by claim number (1-based, position i-1) from a model's JSON reply; None if missing."""
+    """Verdicts by claim number (claim i at position i-1) from a JSON reply; None if missing."""
     out: list[Optional[str]] = [None] * n_claims
     try:
         data = json.loads(text)

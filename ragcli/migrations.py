@@ -93,7 +93,8 @@ def m001_initial(conn) -> None:
 
 @step
 def m002_vector_codes(conn) -> None:
-    """Sign-bit codes of every passage vector, one row per block of a book (fast first-pass search).
+    """Sign-bit codes of every passage vector, one row per block of a book (fast first pass), and
+    float16 copies for rescoring.
 
     `rowids` holds n little-endian int64 (the vec0 rowids); `codes` n x dim/8 bytes, bit i of a row
     set when component i > 0 (the bit layout of sqlite-vec's vec_quantize_binary). Existing vectors
@@ -108,6 +109,9 @@ def m002_vector_codes(conn) -> None:
             codes BLOB NOT NULL          -- n x dim/8 bytes of sign bits
         )""")
     conn.execute("CREATE INDEX vector_codes_book ON vector_codes(tab, book_id)")
+    # float16 copies of the passage vectors by rowid: candidates are rescored from here, because a
+    # rowid lookup in a vec0 table costs about a millisecond
+    conn.execute("CREATE TABLE passage_vec_half (id INTEGER PRIMARY KEY, vec BLOB NOT NULL)")
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'passage_vec'").fetchone():
         from .store import rebuild_vector_codes
 
@@ -121,3 +125,46 @@ def pending(applied: list[str]) -> list[tuple[str, Callable]]:
 
 def known_names() -> set[str]:
     return {name for name, _ in STEPS}
+
+
+@step
+def m003_summaries(conn) -> None:
+    """Numbered topic summaries (issue 4). Numbers are 1, 2, 3, ... per normalised topic: the schema
+    refuses a duplicate and `summary_store.insert_summary` picks the next number inside BEGIN
+    IMMEDIATE. Sources are copied (text and hash) so a summary still reads back, and is recognised as
+    stale, after its book was removed or re-ingested."""
+    # one statement at a time: executescript() would COMMIT the migration's transaction first
+    conn.execute(
+        """CREATE TABLE summaries (
+            id INTEGER PRIMARY KEY,
+            topic TEXT NOT NULL,          -- as typed
+            topic_key TEXT NOT NULL,      -- normalised: casefolded, spaces collapsed, end punctuation off
+            number INTEGER NOT NULL CHECK (number >= 1),
+            kind TEXT NOT NULL,           -- 'generated' | 'extractive'
+            text TEXT NOT NULL,
+            model TEXT,                   -- JSON: the chat model's name and parameters, NULL if none
+            params TEXT NOT NULL,         -- JSON: k, books, expansion, embedding model, ...
+            claims TEXT NOT NULL,         -- JSON list of per-claim support at generation time
+            removed_citations TEXT NOT NULL,  -- JSON list
+            created_at TEXT NOT NULL,
+            UNIQUE (topic_key, number)
+        )""")
+    conn.execute(
+        """CREATE TABLE summary_sources (
+            summary_id INTEGER NOT NULL REFERENCES summaries(id) ON DELETE CASCADE,
+            label TEXT NOT NULL,          -- S1, F1 as given to the model
+            cited INTEGER NOT NULL,       -- 1 when the summary text cites it
+            passage_id INTEGER NOT NULL,  -- no foreign key: the passage may be gone later
+            book_id TEXT NOT NULL,
+            book_title TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            figure_number TEXT,
+            section_path TEXT NOT NULL,   -- JSON list
+            page_start INTEGER NOT NULL,
+            page_end INTEGER NOT NULL,
+            page_label TEXT NOT NULL,
+            text TEXT NOT NULL,           -- the passage as it was shown
+            text_hash TEXT NOT NULL,      -- sha256 of it (passages.text_hash)
+            PRIMARY KEY (summary_id, label)
+        )""")
+    conn.execute("CREATE INDEX summary_sources_book_hash ON summary_sources(book_id, text_hash)")

@@ -22,7 +22,9 @@ CAPTION_RE = re.compile(
     r"^\s*(?P<word>Figure|FIGURE|Fig\.|FIG\.|Fig)\s*(?P<num>[A-Z]?\d+(?:[-.]\d+)*[a-z]?)\s*[.:\-–—]?\s*(?P<rest>.*)",
     re.S,
 )
-PAGE_NUM_RE = re.compile(r"^(?:page\s+)?([A-Z]?-?\d{1,4}(?:-\d{1,4})?|[ivxlcdm]{1,7})$", re.I)
+PAGE_NUM_RE = re.compile(r"^(?:page\s+)?([A-Z]?-?\d{1,4}(?:-\d{1,4})?|[ivxlcdm]{1,7})(?:\s+of\s+\d{1,5})?$", re.I)
+PAGE_OF_RE = re.compile(r"\bpage\s+(\d{1,4})\s+of\s+\d{1,5}\b", re.I)  # "Page 2 of 10" inside a header
+ARTICLE_KIND_RE = re.compile(r"^(?:research|review|original|short)\s+(?:article|paper)\s+", re.I)
 NOT_HEADINGS = {"warning", "danger", "note", "caution", "notes", "contents", "table of contents"}
 
 
@@ -156,6 +158,9 @@ def strip_running_lines(pages: list[RawPage]) -> dict[int, str]:
                     if m:
                         printed.setdefault(p.number, m.group(1))
                         continue
+                    m = PAGE_OF_RE.search(line.text)
+                    if m:
+                        printed.setdefault(p.number, m.group(1))
                     if _band_key(line.text) in repeated:
                         continue
                 kept.append(line)
@@ -185,26 +190,32 @@ def is_heading(line: Line, body: float) -> bool:
         return False
     if text.endswith((",", ";")) or PAGE_NUM_RE.match(text) or text[0].islower():
         return False
+    if text[0] in "•·▪◦*-–—" or text.count(",") >= 2:  # list bullets, author lists
+        return False
     if re.search(r"\b(warning|danger|caution|note)\b", text, re.I):
         return False
     return line.size >= body + 1.5 or (line.bold and len(text.split()) <= 10)
 
 
 def find_figures(pages: list[RawPage]) -> list[Figure]:
-    """Captions that start a block ("Figure 2-31.", "Fig. 3", "Figure 2.1:", "FIGURE 4")."""
+    """Captions that start a line ("Figure 2-31.", "Fig. 3", "Figure 2.1:", "FIGURE 4"); one block may
+    hold several captions (FAA: "Figure 7-26. ..." and "Figure 7-27. ..." in one block)."""
     figures: list[Figure] = []
     seen: set[str] = set()
     for p in pages:
         for b in p.blocks:
-            m = CAPTION_RE.match(b.lines[0].text)
-            if not m or m.group("num") in seen:
-                continue
-            rest = m.group("rest").strip()
-            if rest[:1].islower() or (not rest and len(b.lines) == 1):
-                continue  # a reference in running text ("Figure 2 shows ...")
-            seen.add(m.group("num"))
-            caption = " ".join(l.text for l in b.lines[:4])
-            figures.append(Figure(m.group("num"), caption.strip(), p.number, _nearest_image(p, b.y0)))
+            starts = [(i, m) for i, line in enumerate(b.lines) if (m := CAPTION_RE.match(line.text))]
+            for n, (i, m) in enumerate(starts):
+                end = starts[n + 1][0] if n + 1 < len(starts) else len(b.lines)
+                lines = b.lines[i:min(end, i + 4)]
+                rest = m.group("rest").strip()
+                if m.group("num") in seen or rest[:1].islower() or (not rest and len(lines) == 1):
+                    continue  # a reference in running text ("Figure 2 shows ...")
+                if i > 0 and not b.lines[i - 1].text.rstrip().endswith((".", ":", ")")):
+                    continue  # "... as shown in" / "Figure 3. ..." wrapped inside a sentence
+                seen.add(m.group("num"))
+                caption = " ".join(line.text.strip() for line in lines)
+                figures.append(Figure(m.group("num"), caption, p.number, _nearest_image(p, lines[0].y0)))
     return figures
 
 
@@ -230,17 +241,52 @@ def parse(path: Path, password: Optional[str] = None, title: Optional[str] = Non
     if sum(len(b.text) for p in pages for b in p.blocks) < 20 * max(1, len(pages) // 10):
         raise InputError(f"{path}: no text layer (a scanned PDF?); OCR is not supported")
     printed = strip_running_lines(pages)
-    labels = {p.number: (p.pdf_label or printed.get(p.number) or str(p.number)) for p in pages}
+    labels = page_labels(pages, printed)
     figures = find_figures(pages)
     sections = build_sections(pages, toc, body_size(pages))
     for fig in figures:
-        fig.section_path = _section_at(sections, fig.page)
+        fig.section_path = _section_at(sections, fig.page, fig.caption)
     book_pages = [Page(p.number, labels[p.number], "\n".join(b.text for b in p.blocks)) for p in pages]
     return ParsedBook(
-        title=title or _good_title(meta_title) or path.stem.replace("_", " ").replace("-", " "),
+        title=title or _good_title(meta_title) or first_page_title(pages)
+        or path.stem.replace("_", " ").replace("-", " "),
         pages=book_pages, sections=sections, figures=figures, source_path=str(path),
         file_hash=file_sha256(path),
     )
+
+
+def page_labels(pages: list[RawPage], printed: dict[int, str]) -> dict[int, str]:
+    """The PDF's own page labels, unless they disagree with the numbers printed on most pages
+    (some journals label from 0): then the printed numbers, else the physical page number."""
+    own = {p.number: p.pdf_label for p in pages if p.pdf_label}
+    both = [n for n in printed if n in own]
+    trust = bool(own) and (not both or 2 * sum(own[n] == printed[n] for n in both) >= len(both))
+    return {p.number: (own.get(p.number) if trust else None) or printed.get(p.number) or str(p.number)
+            for p in pages}
+
+
+def first_page_title(pages: list[RawPage]) -> str:
+    """The longest run of lines in the largest font on the first page with text (a title page)."""
+    for p in pages[:3]:
+        lines = [(i, line) for i, b in enumerate(p.blocks) for line in b.lines
+                 if re.search(r"[A-Za-z]{3}", line.text)]
+        if not lines:
+            continue
+        top = max(round(line.size, 1) for _, line in lines)
+        runs: list[list[str]] = []
+        last = None
+        for i, line in lines:
+            if round(line.size, 1) != top:
+                last = None
+                continue
+            if last is None or i != last:  # a run stays inside one block
+                runs.append([])
+            runs[-1].append(line.text.strip())
+            last = i
+        best = max((" ".join(r) for r in runs), key=len)
+        best = ARTICLE_KIND_RE.sub("", best)  # "Research Article Patient Experiences ..." 
+        return best[:200].rstrip(" ,:;") if len(best) >= 4 else ""
+    return ""
 
 
 def _good_title(meta_title: str) -> str:
@@ -251,7 +297,12 @@ def _good_title(meta_title: str) -> str:
     return t
 
 
-def _section_at(sections: list[Section], page: int) -> list[str]:
+def _section_at(sections: list[Section], page: int, caption: str = "") -> list[str]:
+    """The section whose text holds the caption, else the last one on its page."""
+    head = " ".join(caption.split())[:40]
+    for s in sections:
+        if head and any(n == page and head in " ".join(para.split()) for n, para in s.paragraphs):
+            return s.path
     best: list[str] = []
     for s in sections:
         if s.page_start <= page <= s.page_end:

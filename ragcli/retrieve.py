@@ -137,6 +137,8 @@ def search(conn, embedder, query: str, *, k: int = 10, mode: str = "hybrid",
         timings["dense"] = time.perf_counter() - t
     fused = fuse(lex_lists, dense_lists, fusion, rrf_k, leg_weights or {})
     top = sorted(fused, key=lambda pid: -fused[pid])[:k]
+    if extra:
+        top = keep_original(top, fused, lex_lists[:1] + dense_lists[:1], k, rrf_k)
     hits_by_id = store.fetch_hits(conn, top)
     hits = []
     for rank, pid in enumerate(top, 1):
@@ -151,3 +153,16 @@ def search(conn, embedder, query: str, *, k: int = 10, mode: str = "hybrid",
 def _keep_first(target: dict, ranked: list[tuple[int, float]]) -> None:
     for rank, (pid, score) in enumerate(ranked, 1):
         target.setdefault(pid, (score, rank))
+
+
+def keep_original(top: list[int], fused: dict[int, float], original: list, k: int, rrf_k: int) -> list[int]:
+    """Expansion may add and reorder, never push out: the best (k+1)//2 hits of the question's own
+    lists stay in the final top k (the lowest-ranked added hits make room)."""
+    own = rrf([([pid for pid, _ in ranked], 1.0) for ranked, _ in original], rrf_k)
+    pinned = sorted(own, key=lambda pid: -own[pid])[: (k + 1) // 2]
+    missing = [pid for pid in pinned if pid not in top]
+    if not missing:
+        return top
+    removable = [pid for pid in reversed(top) if pid not in pinned][: len(missing)]
+    kept = [pid for pid in top if pid not in removable] + missing
+    return sorted(kept, key=lambda pid: -fused.get(pid, 0.0))

@@ -1,11 +1,14 @@
 """Sections from the outline, refined or replaced by headings detected from font size and weight.
 
 Every text line is assigned to the last section heading that precedes it in reading order, so a
-section knows its pages and its paragraphs (each with its physical page).
+section knows its pages and its paragraphs (each with its physical page). Positions are counted in
+reading order (block by block, line by line), not by height on the page: in a two-column article a
+heading low in the left column comes before the text at the top of the right column.
 """
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from .types import Section
@@ -16,25 +19,33 @@ MAX_LEVELS = 3
 @dataclass
 class Marker:
     page: int
-    y: float
+    pos: int  # index of the heading line on its page in reading order; -1: the top of the page
     path: list[str]
+
+
+def _page_lines(page):
+    """(position, line) of one page in reading order."""
+    pos = 0
+    for block in page.blocks:
+        for line in block.lines:
+            yield pos, line
+            pos += 1
 
 
 def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
 
 
-def _locate(pages, page_no: int, title: str) -> float:
-    """y of the outline title on its page, so a section can start mid-page; 0 when not found."""
+def _locate(pages, page_no: int, title: str) -> int:
+    """Position of the outline title on its page, so a section can start mid-page; -1 when not found."""
     want = _norm(title)[:24]
     if not want or not (1 <= page_no <= len(pages)):
-        return 0.0
-    for block in pages[page_no - 1].blocks:
-        for line in block.lines:
-            got = _norm(line.text)
-            if got and (got.startswith(want[: len(got)]) or want.startswith(got[:24])) and len(got) > 3:
-                return line.y0
-    return 0.0
+        return -1
+    for pos, line in _page_lines(pages[page_no - 1]):
+        got = _norm(line.text)
+        if got and (got.startswith(want[: len(got)]) or want.startswith(got[:24])) and len(got) > 3:
+            return pos
+    return -1
 
 
 def outline_markers(pages, toc) -> list[Marker]:
@@ -64,24 +75,34 @@ def _bold_run(block) -> int:
 def heading_markers(pages, body: float, is_heading) -> list[tuple[Marker, float, bool]]:
     found = []
     for p in pages:
+        pos = 0
         for block in p.blocks:
             line = block.lines[0]
             if is_heading(line, body) and (line.size >= body + 1.5 or _bold_run(block) <= 2):
                 text = line.text.strip()
                 if len(block.lines) > 1 and is_heading(block.lines[1], body) and len(text) < 40:
                     text = f"{text} {block.lines[1].text.strip()}"  # "2-20." + "Tourniquet"
-                found.append((Marker(p.number, line.y0, [text]), round(line.size, 1), line.bold))
+                found.append((Marker(p.number, pos, [text]), round(line.size, 1), line.bold))
+            pos += len(block.lines)
     return found
 
 
 def _levels(found) -> list[Marker]:
-    sizes = sorted({size for _, size, _ in found}, reverse=True)[:MAX_LEVELS]
+    """Nest detected headings by font size. A size used by a single heading (an article's title, its
+    author line) makes a flat section of its own instead of a parent of everything after it."""
+    counts = Counter(size for _, size, _ in found)
+    shared = [size for size in counts if counts[size] > 1] or list(counts)
+    sizes = sorted(shared, reverse=True)[:MAX_LEVELS]
     stack: list[str] = []
     markers = []
     for marker, size, _ in found:
+        if size not in shared:
+            stack = []
+            markers.append(Marker(marker.page, marker.pos, list(marker.path)))
+            continue
         level = sizes.index(size) + 1 if size in sizes else MAX_LEVELS
         stack = stack[: level - 1] + [marker.path[0]]
-        markers.append(Marker(marker.page, marker.y, list(stack)))
+        markers.append(Marker(marker.page, marker.pos, list(stack)))
     return markers
 
 
@@ -94,14 +115,14 @@ def _refine(outline: list[Marker], found) -> list[Marker]:
         if any(key and (key in t or t in key) for t in titles):
             continue
         parent = _parent(outline, marker)
-        merged.append(Marker(marker.page, marker.y, (parent.path if parent else []) + marker.path))
-    return sorted(merged, key=lambda m: (m.page, m.y))
+        merged.append(Marker(marker.page, marker.pos, (parent.path if parent else []) + marker.path))
+    return sorted(merged, key=lambda m: (m.page, m.pos))
 
 
 def _parent(outline: list[Marker], marker: Marker):
     best = None
     for m in outline:
-        if (m.page, m.y) <= (marker.page, marker.y):
+        if (m.page, m.pos) <= (marker.page, marker.pos):
             best = m
     return best
 
@@ -118,8 +139,8 @@ def build_sections(pages, toc, body: float) -> list[Section]:
     elif found:
         markers = _levels(found)
     else:
-        markers = [Marker(p.number, 0.0, [f"Page {p.number}"]) for p in pages]
-    markers.sort(key=lambda m: (m.page, m.y))
+        markers = [Marker(p.number, -1, [f"Page {p.number}"]) for p in pages]
+    markers.sort(key=lambda m: (m.page, m.pos))
     return _fill(pages, markers)
 
 
@@ -127,20 +148,26 @@ def _fill(pages, markers: list[Marker]) -> list[Section]:
     sections: list[Section] = []
     current = Section(["Front matter"], 1, 1)
     idx = 0
-    heading_keys = {(m.page, round(m.y)) for m in markers}
+    heading_keys = {(m.page, m.pos) for m in markers}
     for p in pages:
+        pos = 0
         for block in p.blocks:
             lines = []
             for line in block.lines:
-                while idx < len(markers) and (markers[idx].page, markers[idx].y) <= (p.number, line.y0 + 1):
+                while idx < len(markers) and (markers[idx].page, markers[idx].pos) <= (p.number, pos):
+                    if lines:  # text before the heading in this block stays with the section before
+                        current.paragraphs.append((p.number, _unwrap(lines)))
+                        current.page_end = max(current.page_end, p.number)
+                        lines = []
                     _close(current, sections)
                     m = markers[idx]
                     current = Section(m.path, m.page, m.page, level=len(m.path))
                     idx += 1
-                if (p.number, round(line.y0)) in heading_keys and _norm(line.text) and \
-                        _norm(current.path[-1]).startswith(_norm(line.text)[:20]):
-                    continue  # the heading itself is in the path
-                lines.append(line.text)
+                is_title = (p.number, pos) in heading_keys and _norm(line.text) and \
+                    _norm(current.path[-1]).startswith(_norm(line.text)[:20])
+                pos += 1
+                if not is_title:  # the heading itself is in the path
+                    lines.append(line.text)
             if lines:
                 current.paragraphs.append((p.number, _unwrap(lines)))
                 current.page_end = max(current.page_end, p.number)

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from typing import Iterable, Optional, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from .errors import CorpusError
 from .types import Book, Hit, ParsedBook, Passage
+
+if TYPE_CHECKING:  # numpy is imported where vectors are handled: `ragcli books` never loads it
+    import numpy as np
 
 
 def now() -> str:
@@ -94,6 +95,9 @@ def delete_book(conn, book_id: str) -> None:
     if has_vectors(conn):
         conn.execute("DELETE FROM passage_vec WHERE book_id = ?", (book_id,))
         conn.execute("DELETE FROM term_vec WHERE book_id = ?", (book_id,))
+        conn.execute("DELETE FROM passage_vec_half WHERE id IN (SELECT id FROM passages WHERE book_id = ?)",
+                     (book_id,))
+        conn.execute("DELETE FROM vector_codes WHERE book_id = ?", (book_id,))
     conn.execute("DELETE FROM passages WHERE book_id = ?", (book_id,))
     conn.execute("DELETE FROM books WHERE id = ?", (book_id,))
 
@@ -130,14 +134,19 @@ def insert_book(conn, book_id: str, parsed: ParsedBook, labels: dict[int, str]) 
 
 def insert_passages(conn, book_id: str, passages: list[Passage], text_hashes: list[str],
                     embed_hashes: list[str], vectors: list[bytes]) -> None:
-    for p, th, eh, vec in zip(passages, text_hashes, embed_hashes, vectors):
+    import numpy as np
+
+    rowids = []
+    for p, th, eh in zip(passages, text_hashes, embed_hashes):
         cur = conn.execute(
             "INSERT INTO passages(book_id, ordinal, kind, figure_number, section_path, heading, page_start,"
             " page_end, text, text_hash, embed_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (book_id, p.ordinal, p.kind, p.figure_number, json.dumps(p.section_path),
              " › ".join(p.section_path), p.page_start, p.page_end, p.text, th, eh))
-        conn.execute("INSERT INTO passage_vec(rowid, book_id, embedding) VALUES (?,?,?)",
-                     (cur.lastrowid, book_id, vec))
+        rowids.append(cur.lastrowid)
+    if rowids:
+        matrix = np.frombuffer(b"".join(vectors[:len(rowids)]), dtype=np.float32).reshape(len(rowids), -1)
+        add_vectors(conn, book_id, rowids, matrix)
 
 
 def insert_terms(conn, book_id: str, terms: list[tuple[str, str, float]], vectors: np.ndarray) -> None:
@@ -145,7 +154,163 @@ def insert_terms(conn, book_id: str, terms: list[tuple[str, str, float]], vector
         cur = conn.execute("INSERT INTO terms(book_id, term, source, weight) VALUES (?,?,?,?)",
                            (book_id, term, source, weight))
         conn.execute("INSERT INTO term_vec(rowid, book_id, embedding) VALUES (?,?,?)",
-                     (cur.lastrowid, book_id, np.asarray(vec, dtype=np.float32).tobytes()))
+                     (cur.lastrowid, book_id, _f32(vec).tobytes()))
+
+
+# -- vector index: sign-bit codes per book block + float16 copies for rescoring ------------------
+
+CODED_TABLES = ("passage_vec",)
+BLOCK_ROWS = 8192  # rows per vector_codes row
+OVERSAMPLE = 10  # candidates rescored exactly per wanted hit ...
+MIN_CANDIDATES = 400  # ... and at least this many
+PREFILTER = 5000  # rows kept by the hamming pass for the float-query-against-bits pass
+EXACT_BELOW = 2000  # fewer rows than this: sqlite-vec's exact scan is as fast
+
+
+def _f32(vector) -> np.ndarray:
+    import numpy as np
+
+    return np.ascontiguousarray(vector, dtype=np.float32)
+
+
+def sign_codes(matrix: np.ndarray) -> np.ndarray:
+    """(n, dim) -> (n, dim/8) uint8: bit i set when component i > 0 (vec_quantize_binary's layout)."""
+    import numpy as np
+
+    return np.packbits(np.asarray(matrix) > 0, axis=1, bitorder="little")
+
+
+def add_vectors(conn, book_id: str, rowids: Sequence[int], matrix: np.ndarray,
+                table: str = "passage_vec") -> None:
+    """Store one book's vectors: the vec0 table, float16 copies, sign-bit code blocks."""
+    import numpy as np
+
+    matrix = _f32(matrix)
+    conn.executemany(f"INSERT INTO {table}(rowid, book_id, embedding) VALUES (?,?,?)",
+                     ((int(r), book_id, v.tobytes()) for r, v in zip(rowids, matrix)))
+    if table in CODED_TABLES:
+        half = matrix.astype(np.float16)
+        conn.executemany(f"INSERT INTO {table}_half(id, vec) VALUES (?,?)",
+                         ((int(r), v.tobytes()) for r, v in zip(rowids, half)))
+        _add_code_blocks(conn, table, book_id, np.asarray(rowids, dtype="<i8"), sign_codes(matrix))
+
+
+def _add_code_blocks(conn, table: str, book_id: str, rowids: np.ndarray, codes: np.ndarray) -> None:
+    for start in range(0, len(rowids), BLOCK_ROWS):
+        part = slice(start, start + BLOCK_ROWS)
+        conn.execute("INSERT INTO vector_codes(tab, book_id, n, rowids, codes) VALUES (?,?,?,?,?)",
+                     (table, book_id, len(rowids[part]), rowids[part].tobytes(), codes[part].tobytes()))
+
+
+def rebuild_vector_codes(conn, table: str = "passage_vec", batch: int = 4096) -> None:
+    """Encode every vector already in `table` (the m002 migration; call inside a transaction)."""
+    import numpy as np
+
+    conn.execute("DELETE FROM vector_codes WHERE tab = ?", (table,))
+    conn.execute(f"DELETE FROM {table}_half")
+    per_book: dict[str, tuple[list, list]] = {}
+    cur = conn.execute(f"SELECT rowid, book_id, embedding FROM {table}")
+    while rows := cur.fetchmany(batch):
+        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        conn.executemany(f"INSERT INTO {table}_half(id, vec) VALUES (?,?)",
+                         ((r[0], v.tobytes()) for r, v in zip(rows, matrix.astype(np.float16))))
+        for r, code in zip(rows, sign_codes(matrix)):
+            ids, codes = per_book.setdefault(r[1], ([], []))
+            ids.append(r[0])
+            codes.append(code)
+    for book_id, (ids, codes) in per_book.items():
+        _add_code_blocks(conn, table, book_id, np.asarray(ids, dtype="<i8"), np.stack(codes))
+
+
+def _coded_rows(conn, table: str, book_ids: Optional[Sequence[str]]) -> int:
+    where, args = _book_filter(book_ids, "book_id")
+    return conn.execute(f"SELECT COALESCE(SUM(n), 0) FROM vector_codes WHERE tab = ?{where}",
+                        [table] + args).fetchone()[0]
+
+
+class CodeScan:
+    """Every coded row of a table (in some books): rowids, hamming distances to the query's code,
+    and the code blocks themselves (kept as read, no copy) for the second pass."""
+
+    def __init__(self, conn, query_code: np.ndarray, table: str, book_ids: Optional[Sequence[str]]):
+        import numpy as np
+
+        width = len(query_code)
+        wide = width % 8 == 0  # 64-bit words when the code width allows
+        q = query_code.view("<u8") if wide else query_code
+        where, args = _book_filter(book_ids, "book_id")
+        ids, dists, self.blocks = [], [], []
+        for rowids, codes in conn.execute(f"SELECT rowids, codes FROM vector_codes WHERE tab = ?{where}",
+                                          [table] + args):
+            block = np.frombuffer(codes, dtype=np.uint8).reshape(-1, width)
+            bits = np.bitwise_count((block.view("<u8") if wide else block) ^ q)
+            d = bits[:, 0].astype(np.uint16)
+            for j in range(1, bits.shape[1]):
+                d += bits[:, j]
+            ids.append(np.frombuffer(rowids, dtype="<i8"))
+            dists.append(d)
+            self.blocks.append(block)
+        self.starts = np.cumsum([0] + [len(b) for b in self.blocks])
+        self.ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+        self.dists = np.concatenate(dists) if dists else np.zeros(0, dtype=np.uint16)
+
+    def codes(self, index: np.ndarray) -> np.ndarray:
+        """The code rows at these positions of the scan."""
+        import numpy as np
+
+        which = np.searchsorted(self.starts, index, side="right") - 1
+        out = np.empty((len(index), self.blocks[0].shape[1]), dtype=np.uint8)
+        for b in np.unique(which):
+            sel = which == b
+            out[sel] = self.blocks[b][index[sel] - self.starts[b]]
+        return out
+
+
+def _smallest(values: np.ndarray, n: int) -> np.ndarray:
+    import numpy as np
+
+    return np.arange(len(values)) if n >= len(values) else np.argpartition(values, n - 1)[:n]
+
+
+def quantised_search(conn, vector: np.ndarray, k: int, book_ids: Optional[Sequence[str]] = None,
+                     table: str = "passage_vec", candidates: Optional[int] = None) -> list[tuple[int, float]]:
+    """Three passes: hamming distance over sign-bit codes (all rows) keeps PREFILTER rows; the float
+    query against their +-1 codes keeps `candidates` (default max(k * OVERSAMPLE, MIN_CANDIDATES));
+    exact cosine against float16 copies ranks those."""
+    import numpy as np
+
+    q = _f32(vector).ravel()
+    q = q / max(float(np.linalg.norm(q)), 1e-12)
+    scan = CodeScan(conn, sign_codes(q[None, :])[0], table, book_ids)
+    if not len(scan.ids):
+        return []
+    want = candidates or max(int(k) * OVERSAMPLE, MIN_CANDIDATES)
+    pre = _smallest(scan.dists, max(PREFILTER, want))
+    signs = np.unpackbits(scan.codes(pre), axis=1, bitorder="little", count=len(q)).astype(np.float32)
+    # sum of q over set bits = (q.(2b-1) + sum(q)) / 2; einsum, not BLAS: a threaded BLAS matvec of
+    # this size takes 50x longer on a busy 2-core machine
+    pick = pre[_smallest(-np.einsum("ij,j->i", signs, q), want)]
+    found, matrix = _half_vectors(conn, table, scan.ids[pick])
+    if not found:
+        return []
+    sims = np.einsum("ij,j->i", matrix, q) / np.maximum(np.sqrt(np.einsum("ij,ij->i", matrix, matrix)), 1e-12)
+    top = np.argsort(-sims, kind="stable")[:k]
+    return [(found[i], float(sims[i])) for i in top]
+
+
+def _half_vectors(conn, table: str, rowids: np.ndarray) -> tuple[list[int], np.ndarray]:
+    import numpy as np
+
+    found, blobs = [], []
+    ids = [int(r) for r in rowids]
+    for start in range(0, len(ids), 900):
+        part = ids[start:start + 900]
+        for rid, blob in conn.execute(f"SELECT id, vec FROM {table}_half WHERE id IN "
+                                      f"({','.join('?' * len(part))})", part):
+            found.append(rid)
+            blobs.append(blob)
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(len(found), -1).astype(np.float32)
+    return found, matrix
 
 
 # -- retrieval -----------------------------------------------------------------------------------
@@ -175,13 +340,24 @@ def lexical_search(conn, fts_query: str, k: int, book_ids: Optional[Sequence[str
 
 def dense_search(conn, vector: np.ndarray, k: int, book_ids: Optional[Sequence[str]] = None,
                  table: str = "passage_vec") -> list[tuple[int, float]]:
-    """Nearest neighbours by cosine; returns (rowid, similarity)."""
+    """Nearest neighbours by cosine; returns (rowid, similarity), best first.
+
+    passage_vec: sign-bit codes scanned with numpy (hamming distance), the best
+    max(k * OVERSAMPLE, MIN_CANDIDATES) rescored exactly from float16 copies. Other tables (and
+    corpora too small to gain from it): sqlite-vec's exact scan."""
     if not has_vectors(conn):
         return []
+    if table in CODED_TABLES and _coded_rows(conn, table, book_ids) > EXACT_BELOW:
+        return quantised_search(conn, vector, k, book_ids, table)
+    return exact_search(conn, vector, k, book_ids, table)
+
+
+def exact_search(conn, vector: np.ndarray, k: int, book_ids: Optional[Sequence[str]] = None,
+                 table: str = "passage_vec") -> list[tuple[int, float]]:
+    """sqlite-vec's exact KNN scan over float vectors."""
     where, args = _book_filter(book_ids, "book_id")
     sql = f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ?{where}"
-    blob = np.asarray(vector, dtype=np.float32).tobytes()
-    return [(r[0], 1.0 - r[1]) for r in conn.execute(sql, [blob, int(k)] + args)]
+    return [(r[0], 1.0 - r[1]) for r in conn.execute(sql, [_f32(vector).tobytes(), int(k)] + args)]
 
 
 def fetch_hits(conn, ids: Sequence[int]) -> dict[int, Hit]:

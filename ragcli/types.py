@@ -183,3 +183,5 @@ class Summary:
     stale_sources: list[str] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
     kind: str = "generated"  # generated | extractive
+    params: dict = field(default_factory=dict)  # k, books, expansion, embedding model (issue 4)
+    removed_citations: list[RemovedCitation] = field(default_factory=list)

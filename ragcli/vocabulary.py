@@ -11,7 +11,12 @@ from .types import ParsedBook
 
 _NUMBERING = re.compile(r"^(?:chapter|section|appendix|part)?\s*[\dIVXLC]+(?:[-.]\d+)*[.:]?\s+", re.I)
 _STOP = set("""a an and are as at be by for from has have in into is it its of on or that the their this to
-was were which with will not no can may should must when if than then there these those also such""".split())
+was were which with will not no can may should must when if than then there these those also such
+his her him he she they them one two other another each any all some soon possible figure figures table
+see page paragraph refer used using use done way both very""".split())
+_REF = r"(?:(?:figure|fig\.|table|page|pp?\.)\s*)?(?:[A-Z]{1,2}-)?\d+[a-z]?(?:[-—–.]\d+)*"
+_INDEX_ENTRY = re.compile(r"([A-Za-z][A-Za-z ()/'’-]{2,60}?),\s+" + _REF, re.I)
+_SEE = re.compile(r"\bSee(?: also)?,?\s+([A-Za-z][A-Za-z ()/'’-]{2,60}?)[.;]", re.I)
 
 
 def clean_heading(title: str) -> str:
@@ -28,6 +33,20 @@ def glossary_terms(parsed: ParsedBook) -> list[str]:
             m = re.match(r"^([A-Za-z][\w\s()/'-]{1,50}?)\s*(?:—|–|:| - )\s*\S", para)
             if m:
                 terms.append(m.group(1).strip())
+    return terms
+
+
+def index_terms(parsed: ParsedBook) -> list[str]:
+    """Entries of the back-of-book index: "term, 2-11c(1)", "term, 45, 47", "See other term."."""
+    terms = []
+    for section in parsed.sections:
+        if not any(part.strip().lower() == "index" for part in section.path):
+            continue
+        for _, para in section.paragraphs:
+            for m in list(_INDEX_ENTRY.finditer(para)) + list(_SEE.finditer(para)):
+                term = re.sub(r"^(?:[A-Z]?-?\d+[a-z]?(?:\(\d+\))?\s+)+", "", m.group(1).strip())
+                if term.lower() not in ("see", "see also", "figure", "table") and not term[:1].isdigit():
+                    terms.append(term)
     return terms
 
 
@@ -52,6 +71,8 @@ def extract_terms(parsed: ParsedBook) -> list[tuple[str, str, float]]:
 
     for term in glossary_terms(parsed):
         add(term, "glossary", 1.0)
+    for term in index_terms(parsed):
+        add(term, "index", 0.9)
     for section in parsed.sections:
         add(clean_heading(section.title), "heading", 0.9)
     for fig in parsed.figures:

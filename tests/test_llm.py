@@ -1,4 +1,4 @@
-"""The chat-model layer: real llama.cpp with a tiny generated GGUF, grammars, errors, and the fake."""
+"""The chat-model layer: real llama.cpp with a tiny generated GGUF, grammars, errors, the fake."""
 from __future__ import annotations
 
 import json
@@ -19,12 +19,18 @@ from ragcli.llm import (
     parse_verdicts,
     trained_context,
 )
-from tinymodel import CONTEXT_LENGTH, MERGES, tiny_vocab
+from tinymodel import (
+    CONTEXT_LENGTH,
+    GEMMA_LIKE_TEMPLATE,
+    MERGES,
+    tiny_vocab,
+    write_tiny_gguf,
+)
 
 SYSTEM = (
     "You answer questions about books using only the numbered sources given. Cite every sentence "
     "with the label of its source, for example [S1]. If the sources do not answer, say so. "
-) * 3
+)
 
 
 def _messages(question: str) -> list[dict]:
@@ -34,7 +40,7 @@ def _messages(question: str) -> list[dict]:
 @pytest.fixture()
 def model(tiny_gguf):  # noqa: F811
     pytest.importorskip("llama_cpp")
-    return LlamaCppModel(tiny_gguf, n_ctx=512, n_threads=1, seed=7)
+    return LlamaCppModel(tiny_gguf, n_ctx=1024, n_threads=1, seed=7)
 
 
 # ------------------------------------------------------------------ the tiny GGUF itself
@@ -61,7 +67,7 @@ def test_tiny_vocab_covers_bytes_and_merges():
 
 def test_load_reports_name_and_params(model, tiny_gguf):  # noqa: F811
     assert model.name == "ragcli-tiny-test"
-    assert model.context_size == 512
+    assert model.context_size == 1024
     assert model.params["n_ctx_train"] == CONTEXT_LENGTH
     assert model.params["file"] == tiny_gguf.name
     assert model.params["seed"] == 7
@@ -132,19 +138,40 @@ def test_second_call_reuses_system_prompt_cache(model):
 def test_stream_stats_report_cache(model):
     grammar = forced_text_grammar("fine")
     model.chat(_messages("One?"), max_tokens=8, grammar=grammar)
-    assert "".join(model.chat(_messages("Two?"), max_tokens=8, grammar=grammar, stream=True)) == "fine"
+    pieces = model.chat(_messages("Two?"), max_tokens=8, grammar=grammar, stream=True)
+    assert "".join(pieces) == "fine"
     assert model.stats["prompt_cached"] >= model.count_tokens(SYSTEM)
     assert model.stats["prompt_evaluated"] < model.stats["prompt_tokens"]
 
 
 def test_prompt_longer_than_context_is_model_error(model):
     with pytest.raises(ModelError):
-        model.chat(_messages("word " * 600), max_tokens=8)
+        model.chat(_messages("word " * 300), max_tokens=8)
 
 
 def test_invalid_grammar_is_model_error(model):
-    with pytest.raises(ModelError):
+    with pytest.raises(ModelError, match="Undefined rule identifier 'foo'"):
+        model.chat(_messages("x"), max_tokens=4, grammar="root ::= foo")
+    with pytest.raises(ModelError, match="invalid GBNF"):
         model.chat(_messages("x"), max_tokens=4, grammar="root ::= [unclosed")
+
+
+def test_template_refusing_system_role_gets_it_merged(tmp_path):
+    pytest.importorskip("llama_cpp")
+    path = write_tiny_gguf(tmp_path / "gemma-like.gguf", chat_template=GEMMA_LIKE_TEMPLATE)
+    model = LlamaCppModel(path, n_ctx=1024, n_threads=1)
+    out = model.chat(_messages("Hi?"), max_tokens=8, grammar=forced_text_grammar("Hi [S1]."))
+    assert out == "Hi [S1]."
+    with pytest.raises(ModelError, match="chat template refused"):
+        model.chat([{"role": "system", "content": "only a system message"}], max_tokens=4)
+
+
+def test_model_without_template_uses_chatml(tmp_path):
+    pytest.importorskip("llama_cpp")
+    model = LlamaCppModel(write_tiny_gguf(tmp_path / "plain.gguf", chat_template=None),
+                          n_ctx=1024, n_threads=1)
+    assert model.chat(_messages("Hi?"), max_tokens=8, grammar=forced_text_grammar("ok")) == "ok"
+    assert model.stats["prompt_tokens"] > model.count_tokens(SYSTEM)
 
 
 def test_load_model_none_and_shared_instance(tiny_gguf):  # noqa: F811
@@ -250,3 +277,23 @@ def test_parse_verdicts_tolerates_bad_json():
     assert parse_verdicts("not json", 2) == [None, None]
     assert parse_verdicts('[{"claim": 2, "verdict": "supported"}, {"claim": 9}]', 2) == [
         None, "supported"]
+
+
+def test_any_text_can_be_forced_through_llama_cpp(tiny_gguf):  # noqa: F811
+    """Property: GBNF escaping + incremental UTF-8 decoding reproduce arbitrary text exactly."""
+    pytest.importorskip("llama_cpp")
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    model = LlamaCppModel(tiny_gguf, n_ctx=1024, n_threads=1)
+    alphabet = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.text(alphabet=alphabet, min_size=1, max_size=24))
+    def check(text):
+        grammar = forced_text_grammar(text)
+        assert model.chat(_messages("Repeat."), max_tokens=120, grammar=grammar) == text
+        streamed = model.chat(_messages("Repeat."), max_tokens=120, grammar=grammar, stream=True)
+        assert "".join(streamed) == text
+
+    check()

@@ -91,8 +91,20 @@ def _tensors(n_vocab: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     return tensors
 
 
-def write_tiny_gguf(path: str | Path, seed: int = 0) -> Path:
-    """Write the tiny model to `path` (about 400 KB) and return the path."""
+GEMMA_LIKE_TEMPLATE = (  # refuses a system message, as Gemma's template does
+    "{% for message in messages %}"
+    "{% if message['role'] == 'system' %}"
+    "{{ raise_exception('System role not supported') }}{% endif %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{% endfor %}{{ '<|im_start|>assistant\\n' }}"
+)
+
+
+def write_tiny_gguf(path: str | Path, seed: int = 0,
+                    chat_template: str | None = CHAT_TEMPLATE) -> Path:
+    """Write the tiny model to `path` (about 440 KB) and return the path.
+
+    `chat_template=None` leaves the template out (as in some old GGUF files)."""
     import gguf
 
     path = Path(path)
@@ -117,7 +129,8 @@ def write_tiny_gguf(path: str | Path, seed: int = 0) -> Path:
     writer.add_bos_token_id(tokens.index("<|endoftext|>"))
     writer.add_eos_token_id(tokens.index("<|im_end|>"))
     writer.add_add_bos_token(False)
-    writer.add_chat_template(CHAT_TEMPLATE)
+    if chat_template is not None:
+        writer.add_chat_template(chat_template)
     for name, data in _tensors(len(tokens), np.random.default_rng(seed)).items():
         writer.add_tensor(name, data)
     writer.write_header_to_file()

@@ -51,6 +51,8 @@ def ask(
     verify: Annotated[bool, typer.Option("--verify", help="A second model pass checks each claim.")] = False,
     model: ModelOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None, gpu_layers: GpuOpt = None,
     seed: SeedOpt = None, temperature: TempOpt = None, max_tokens: MaxTokOpt = None,
+    grammar_file: Annotated[Optional[str], typer.Option("--grammar-file", help="GBNF grammar that constrains "
+                                                        "the answer (llama.cpp format).", show_default=False)] = None,
     db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
 ) -> None:
     """Answer a question from the books, citing only passages that were retrieved."""
@@ -62,7 +64,7 @@ def ask(
     embedder = embedder_for(conn, embed_model)
     chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens)
     opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, max_tokens=settings.max_tokens,
-                           show_prompt=show_prompt)
+                           show_prompt=show_prompt, grammar=read_grammar(grammar_file))
     live = not json_out and sys.stdout.isatty() and chat_model is not None
     out = console()
     streamed = []
@@ -87,6 +89,17 @@ def ask(
         render.print_json(render.answer_data(answer))
     else:
         render.print_answer(out, answer, streamed=live, evidence=evidence)
+
+
+def read_grammar(path: Optional[str]) -> Optional[str]:
+    from ..errors import UsageError
+
+    if not path:
+        return None
+    try:
+        return open(path, encoding="utf-8").read()
+    except OSError as exc:
+        raise UsageError(f"cannot read grammar file {path}: {exc.strerror}") from exc
 
 
 def _assess(answer, embedder, chat_model, verify: bool) -> None:

@@ -23,7 +23,7 @@ def ingest(
 ) -> None:
     """Add PDF books to the corpus (pages, sections, figures, passages, vectors)."""
     from .. import ingest as core
-    from ..errors import RagcliError, UsageError
+    from ..errors import InputError, RagcliError, UsageError
     from ..render import print_json
 
     files = core.discover(paths)
@@ -31,6 +31,9 @@ def ingest(
         raise UsageError("no PDF files found in the given folders")
     if (title or book_id) and len(files) > 1:
         raise UsageError("--title and --id apply to a single file")
+    missing = [f for f in files if not f.exists()]
+    if len(missing) == len(files):  # nothing to do: do not create or open the corpus
+        raise InputError(f"{missing[0]}: no such file" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
     conn = open_db(db)
     embedder = embedder_for(conn, embed_model)
     results = []

@@ -1,0 +1,119 @@
+"""summary new / list / show / topics: numbered topic summaries kept in the corpus file."""
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from .ask_cmd import (CtxOpt, GpuOpt, MaxTokOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, model_options,
+                      read_grammar)
+from .common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn
+
+summary_app = typer.Typer(
+    no_args_is_help=True,
+    help="Numbered summaries of a topic, generated from the books and kept in the corpus file.",
+)
+app.add_typer(summary_app, name="summary")
+
+TopicArg = Annotated[str, typer.Argument(help="The topic, e.g. aneurysms (quote several words). "
+                                         "Case, extra spaces and end punctuation do not matter.")]
+
+
+@summary_app.command("new")
+@handle_errors
+def summary_new(
+    topic: TopicArg,
+    book: Annotated[Optional[list[str]], typer.Option("--book", "-b", help="Only these book ids.")] = None,
+    k: Annotated[int, typer.Option("-k", min=1, max=50, help="Passages to retrieve.")] = 16,
+    no_expand: Annotated[bool, typer.Option("--no-expand", help="Do not expand the topic.")] = False,
+    model: ModelOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None, gpu_layers: GpuOpt = None,
+    seed: SeedOpt = None, temperature: TempOpt = None, max_tokens: MaxTokOpt = None,
+    grammar_file: Annotated[Optional[str], typer.Option("--grammar-file", help="GBNF grammar that constrains "
+                                                        "the summary (llama.cpp format).", show_default=False)] = None,
+    db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
+) -> None:
+    """Generate a summary of TOPIC from the books and save it as the topic's next number."""
+    from .. import retrieve
+    from .. import summary as core
+    from ..render import print_json, styled_answer
+    from ..render_summary import print_summary, summary_data
+
+    core.normalise_topic(topic)  # an empty topic fails before any model is loaded
+    conn = open_db(db, create=False)
+    retrieve.check_scope(conn, book)
+    embedder = embedder_for(conn, embed_model)
+    chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens)
+    opts = core.SummaryOptions(k=k, book_ids=book, expand=not no_expand,
+                               max_tokens=max_tokens or max(settings.max_tokens, core.MAX_TOKENS),
+                               grammar=read_grammar(grammar_file))
+    live = not json_out and sys.stdout.isatty() and chat_model is not None
+    out = console()
+
+    def on_text(text: str) -> None:
+        if live:
+            out.print(styled_answer(text), end="")
+
+    result = core.new(conn, embedder, topic, chat_model, opts, on_text=on_text)
+    for removed in result.removed_citations:
+        warn(f"removed citation {removed.text!r}: {removed.reason}")
+    if json_out:
+        print_json(summary_data(result))
+    else:
+        print_summary(out, result, streamed=live)
+
+
+@summary_app.command("list")
+@handle_errors
+def summary_list(topic: TopicArg, db: DbOpt = None, json_out: JsonOpt = False) -> None:
+    """The saved summaries of TOPIC: number, date, model, books, sources, stale or not."""
+    from .. import summary as core
+    from ..render import print_json
+    from ..render_summary import list_data, summaries_table
+
+    conn = open_db(db, create=False)
+    key, found = core.history(conn, topic)
+    if json_out:
+        print_json(list_data(" ".join(topic.split()), key, found))
+    elif not found:
+        info(f"no summaries of '{' '.join(topic.split())}' yet: make one with "
+             f"`ragcli summary new \"{' '.join(topic.split())}\"`")
+    else:
+        console().print(summaries_table(found))
+
+
+@summary_app.command("show")
+@handle_errors
+def summary_show(
+    topic: TopicArg,
+    number: Annotated[int, typer.Argument(min=1, help="Summary number (see `ragcli summary list TOPIC`).")],
+    db: DbOpt = None, json_out: JsonOpt = False,
+) -> None:
+    """Print a saved summary and its sources (no model needed); says when its sources changed."""
+    from .. import summary as core
+    from ..render import print_json
+    from ..render_summary import print_summary, summary_data
+
+    conn = open_db(db, create=False)
+    result = core.get(conn, topic, number)
+    if json_out:
+        print_json(summary_data(result))
+    else:
+        print_summary(console(), result)
+
+
+@summary_app.command("topics")
+@handle_errors
+def summary_topics(db: DbOpt = None, json_out: JsonOpt = False) -> None:
+    """Every topic with its number of summaries and the latest date."""
+    from .. import summary as core
+    from ..render import print_json
+    from ..render_summary import topics_data, topics_table
+
+    rows = core.topics(open_db(db, create=False))
+    if json_out:
+        print_json(topics_data(rows))
+    elif not rows:
+        info("no summaries yet: make one with `ragcli summary new TOPIC`")
+    else:
+        console().print(topics_table(rows))

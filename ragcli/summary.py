@@ -1,0 +1,302 @@
+"""topic -> numbered, saved summary.
+
+Generation reuses the ask pipeline: the topic is expanded (`ask.expand_question`), more passages are
+retrieved than for a question (k=16), the labelled prompt of `prompt.build` is given a summary system
+prompt, the model's text streams through the same `citations.StreamFilter`, and `grounding.assess`
+judges each claim. Without a model the summary is extractive: key sentences of the retrieved passages,
+grouped by section, each cited (kind "extractive").
+
+Everything is generated before anything is written; `summary_store.insert_summary` then takes the next
+number of the topic inside one BEGIN IMMEDIATE transaction.
+
+A saved summary is stale when a source it cites is gone: its book was removed, or re-ingested with
+different text. After `ingest --replace` passage ids change, so a source is also found again by book
+id + text hash.
+"""
+from __future__ import annotations
+
+import re
+import time
+import unicodedata
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+from . import ask, citations, prompt, retrieve, store, summary_store
+from .errors import NotFoundError, UsageError
+from .types import Answer, Source, Summary
+
+DEFAULT_K = 16
+MAX_TOKENS = 768
+EXTRACTIVE_SENTENCES = 8
+PER_SOURCE = 2  # an extractive summary takes at most this many sentences from one passage
+EXTRACTIVE_NOTICE = "extractive summary: no model configured (set one with --model F.gguf or RAGCLI_MODEL)"
+
+SUMMARY_SYSTEM = """You write a short structured summary of a topic using ONLY the numbered context passages
+provided by the user.
+Rules:
+- Use 2 to 5 short sections. Start each with a heading line "## Heading", then bullet points "- ".
+- Every bullet must end with the label of the passage that supports it, e.g. [S1] or [F2].
+- Cite ONLY labels that appear in the CONTEXT block ({labels}). Never invent labels, page numbers,
+  section titles or sources, and never cite from memory.
+- If the context says nothing about the topic, say exactly: "The provided passages do not answer this."
+- If passages disagree, say so and cite both sides.
+- No preamble and no closing remarks."""
+INSTRUCTION = "Write a structured summary of what the passages say about: {topic}"
+
+_STRIP_AT_ENDS = ("Po", "Pi", "Pf", "Pd", "Pc", "Zs")  # brackets only in pairs: "sah (sah)" stays
+_PAIRS = {"(": ")", "[": "]", "{": "}"}
+
+
+@dataclass
+class SummaryOptions:
+    k: int = DEFAULT_K
+    book_ids: Optional[Sequence[str]] = None
+    expand: bool = True
+    max_tokens: int = MAX_TOKENS
+    grammar: Optional[str] = None  # GBNF constraining the summary (llama.cpp users' --grammar-file)
+
+
+def normalise_topic(topic: str) -> str:
+    """The key that makes "Aneurysms", "aneurysms " and "aneurysms?" one topic: NFKC, casefolded,
+    whitespace collapsed, punctuation stripped from both ends (a bracket only with its partner)."""
+    key = " ".join(unicodedata.normalize("NFKC", topic).casefold().split())
+    while True:
+        before = key
+        while key and unicodedata.category(key[0]) in _STRIP_AT_ENDS:
+            key = key[1:]
+        while key and unicodedata.category(key[-1]) in _STRIP_AT_ENDS:
+            key = key[:-1]
+        if len(key) >= 2 and _PAIRS.get(key[0]) == key[-1] and not set(key[1:-1]) & {key[0], key[-1]}:
+            key = key[1:-1]
+        if key == before:
+            break
+    if not key:
+        raise UsageError("the topic is empty: give a few words, e.g. `ragcli summary new aneurysms`")
+    return key
+
+
+# -- generation ---------------------------------------------------------------------------------
+
+def new(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptions] = None,
+        on_text: Optional[Callable[[str], None]] = None) -> Summary:
+    """Generate a summary of `topic` and save it under the topic's next number."""
+    summary = generate(conn, embedder, topic, model, opts, on_text)
+    summary_store.insert_summary(conn, summary)
+    return summary
+
+
+def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptions] = None,
+             on_text: Optional[Callable[[str], None]] = None) -> Summary:
+    """Generate (not save) a summary; its number is 0 until `summary_store.insert_summary`."""
+    opts = opts or SummaryOptions()
+    key = normalise_topic(topic)
+    topic = " ".join(topic.split())
+    retrieve.check_scope(conn, opts.book_ids)
+    timings: dict[str, float] = {}
+    ask_opts = ask.AskOptions(k=opts.k, book_ids=opts.book_ids, expand=opts.expand,
+                              max_tokens=opts.max_tokens)
+    exp = ask.expand_question(conn, embedder, topic, model, ask_opts)
+    timings["expansion"] = exp.seconds
+    t = time.perf_counter()
+    result = retrieve.search(conn, embedder, topic, k=opts.k, book_ids=opts.book_ids, extra=exp.extra)
+    timings["retrieval"] = time.perf_counter() - t
+    if ask.no_context(result):
+        raise NotFoundError(f"the books do not seem to cover '{topic}': nothing to summarise, nothing saved")
+    sources = prompt.label_sources(result.hits)
+    t = time.perf_counter()
+    if model is None:
+        text, used = extractive_summary(embedder, topic, sources)
+        kind, removed, shown = "extractive", [], sources
+    else:
+        text, used, removed, shown = _generated(model, topic, sources, opts, on_text)
+        kind = "generated"
+    timings["generation"] = time.perf_counter() - t
+    if not text or ask.NO_ANSWER.lower()[:30] in text.lower():
+        raise NotFoundError(f"the passages found say nothing usable about '{topic}': nothing saved")
+    summary = Summary(topic=topic, topic_key=key, number=0, text=text,
+                      sources=[source_record(s, s.label in used) for s in shown],
+                      model=None if model is None else {"name": model.name, **dict(model.params)},
+                      created_at=store.now(), kind=kind, removed_citations=removed,
+                      params=_params(opts, exp, embedder, model, len(sources), len(shown), timings))
+    summary.claims = assess_claims(summary, shown, embedder)
+    return summary
+
+
+def _params(opts: SummaryOptions, exp, embedder, model, retrieved: int, shown: int, timings) -> dict:
+    params = {"k": opts.k, "books": list(opts.book_ids) if opts.book_ids else None, "expand": opts.expand,
+              "expanded_query": exp.rewrite or (", ".join(exp.terms) or None),
+              "embedding_model": embedder.name, "retrieved": retrieved, "in_prompt": shown,
+              "timings": {k: round(v, 4) for k, v in timings.items()}}
+    if model is not None:
+        params["max_tokens"] = opts.max_tokens
+        params["grammar"] = opts.grammar is not None
+    return params
+
+
+def _generated(model, topic: str, sources: list[Source], opts: SummaryOptions, on_text):
+    """(validated text, labels cited, removed citations, sources in the prompt)."""
+    messages, shown = summary_messages(model, topic, sources, opts.max_tokens)
+    valid = {s.label for s in shown}
+    stream = citations.StreamFilter(valid, *prompt.reference_maps(shown))
+    pieces = []
+    for piece in model.chat(messages, max_tokens=opts.max_tokens, stream=True, grammar=opts.grammar):
+        pieces.append(stream.feed(piece))
+        if on_text and pieces[-1]:
+            on_text(pieces[-1])
+    pieces.append(stream.flush())
+    if on_text and pieces[-1]:
+        on_text(pieces[-1])
+    return "".join(pieces).strip(), list(stream.citations), list(stream.removed), shown
+
+
+def summary_messages(model, topic: str, sources: list[Source], max_tokens: int):
+    """`prompt.build`'s labelled context (fitted to the window) under the summary system prompt.
+    The budget is reduced by how much longer the summary system prompt is than ask's."""
+    budget = model.context_size - max_tokens - ask.ANSWER_TOKENS_RESERVE
+    longer = max(0, model.count_tokens(SUMMARY_SYSTEM) - model.count_tokens(prompt.SYSTEM_PROMPT))
+    p = prompt.build(INSTRUCTION.format(topic=topic), sources, model.count_tokens, budget - longer)
+    labels = ", ".join(f"[{s.label}]" for s in p.sources) or "none"
+    system = {"role": "system", "content": SUMMARY_SYSTEM.format(labels=labels)}
+    return [system] + [m for m in p.messages if m["role"] != "system"], p.sources
+
+
+def source_record(source: Source, cited: bool) -> dict:
+    """What is saved of one source: where it is, and the text (and hash) it had."""
+    h = source.hit
+    text_hash = h.text_hash
+    if not text_hash:
+        from .chunking import sha256
+
+        text_hash = sha256(h.text)
+    return {"label": source.label, "cited": cited, "passage_id": h.passage_id, "book_id": h.book_id,
+            "book_title": h.book_title, "kind": h.kind, "figure_number": h.figure_number,
+            "section_path": list(h.section_path), "page_start": h.page_start, "page_end": h.page_end,
+            "page_label": h.page_label, "text": h.text, "text_hash": text_hash}
+
+
+def assess_claims(summary: Summary, sources: list[Source], embedder) -> list:
+    """Per-claim support of the summary's sentences (headings are not claims)."""
+    from . import grounding
+
+    body = "\n".join(line for line in summary.text.splitlines() if not line.lstrip().startswith("#"))
+    cited = [s["label"] for s in summary.sources if s["cited"]]
+    answer = Answer(question=summary.topic, expanded_query=summary.params.get("expanded_query"),
+                    answer=body, status=summary.kind if summary.kind == "extractive" else "answered",
+                    citations=cited, removed_citations=list(summary.removed_citations), sources=sources)
+    return list(grounding.assess(answer, embedder, None).claims)
+
+
+# -- extractive --------------------------------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9]{3,}")
+
+
+def _candidates(sources: list[Source]) -> list[tuple[str, int, int]]:
+    """(sentence, source index, position in the passage) of every usable sentence."""
+    from .claims import split_sentences_plain
+
+    out = []
+    for i, source in enumerate(sources):
+        if source.hit.kind == "figure":
+            continue
+        for j, sentence in enumerate(split_sentences_plain(source.hit.text)):
+            if 5 <= len(sentence.split()) <= 60:
+                out.append((sentence.strip(), i, j))
+    return out
+
+
+def _pick(embedder, topic: str, candidates: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    vecs = embedder.embed([topic] + [c[0] for c in candidates])
+    cos = vecs[1:] @ vecs[0]
+    words = set(_WORD.findall(topic.lower()))
+    scored = []
+    for (sentence, i, j), c in zip(candidates, cos):
+        overlap = len(words & set(_WORD.findall(sentence.lower()))) / max(1, len(words))
+        scored.append((float(c) + 0.2 * overlap - 0.01 * i, (sentence, i, j)))
+    scored.sort(key=lambda x: -x[0])
+    chosen, seen, per_source = [], set(), {}
+    for _, (sentence, i, j) in scored:
+        key = sentence.lower()[:80]
+        if key in seen or per_source.get(i, 0) >= PER_SOURCE:
+            continue
+        seen.add(key)
+        per_source[i] = per_source.get(i, 0) + 1
+        chosen.append((sentence, i, j))
+        if len(chosen) == EXTRACTIVE_SENTENCES:
+            break
+    return chosen
+
+
+def extractive_summary(embedder, topic: str, sources: list[Source]) -> tuple[str, list[str]]:
+    """Key sentences about `topic`, grouped under their book sections in reading order, each with
+    its label. Returns (text, labels used in order)."""
+    candidates = _candidates(sources)
+    if not candidates:
+        return "", []
+    groups: dict[tuple, list[tuple[str, int, int]]] = {}
+    for sentence, i, j in _pick(embedder, topic, candidates):
+        h = sources[i].hit
+        groups.setdefault((h.book_id, tuple(h.section_path)), []).append((sentence, i, j))
+    several_books = len({book for book, _ in groups}) > 1
+    order = sorted(groups, key=lambda g: (g[0], min(sources[i].hit.passage_id for _, i, _ in groups[g])))
+    blocks, used = [], []
+    for group in order:
+        items = sorted(groups[group], key=lambda x: (sources[x[1]].hit.passage_id, x[2]))
+        hit = sources[items[0][1]].hit
+        heading = hit.section_str or hit.book_title
+        if several_books and hit.section_str:
+            heading = f"{hit.book_title} — {heading}"
+        lines = [f"## {heading}"]
+        for sentence, i, _ in items:
+            lines.append(f"- {sentence} [{sources[i].label}]")
+            if sources[i].label not in used:
+                used.append(sources[i].label)
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks), used
+
+
+# -- reading back ------------------------------------------------------------------------------
+
+def history(conn, topic: str) -> tuple[str, list[Summary]]:
+    """(topic key, every saved summary of the topic, oldest first, each checked for staleness)."""
+    key = normalise_topic(topic)
+    return key, [check_sources(conn, s) for s in summary_store.summaries(conn, key)]
+
+
+def get(conn, topic: str, number: int) -> Summary:
+    """One saved summary, checked for staleness. NotFoundError for an unknown topic or number."""
+    key = normalise_topic(topic)
+    found = summary_store.summaries(conn, key, number)
+    if found:
+        return check_sources(conn, found[0])
+    have = summary_store.numbers(conn, key)
+    if not have:
+        raise NotFoundError(f"no summaries of '{topic.strip()}' yet: make one with "
+                            f"`ragcli summary new \"{topic.strip()}\"` (see `ragcli summary topics`)")
+    span = f"#{have[0]}" if len(have) == 1 else f"#{have[0]} to #{have[-1]}"
+    raise NotFoundError(f"'{topic.strip()}' has no summary #{number}: it has {span}")
+
+
+def topics(conn) -> list[dict]:
+    return summary_store.topics(conn)
+
+
+def check_sources(conn, summary: Summary) -> Summary:
+    """Mark each source ok / moved (same text under a new passage id) / gone, and the summary stale
+    when a source it cites is gone (any source, when it cites none)."""
+    now = summary_store.current_passages(conn, [s["passage_id"] for s in summary.sources])
+    books = summary_store.existing_books(conn, [s["book_id"] for s in summary.sources])
+    for s in summary.sources:
+        s.update(status="ok", reason=None, current_passage_id=s["passage_id"])
+        if now.get(s["passage_id"]) == (s["book_id"], s["text_hash"]):
+            continue
+        moved = summary_store.passage_by_book_hash(conn, s["book_id"], s["text_hash"])
+        if moved is not None:
+            s.update(status="moved", current_passage_id=moved)
+        else:
+            s.update(status="gone", current_passage_id=None,
+                     reason="book removed" if s["book_id"] not in books else "text changed")
+    relied_on = [s for s in summary.sources if s["cited"]] or summary.sources
+    summary.stale_sources = [s["label"] for s in relied_on if s["status"] == "gone"]
+    summary.status = "stale" if summary.stale_sources else "ok"
+    return summary

@@ -1,0 +1,137 @@
+"""Every SQL statement of numbered topic summaries (tables from migration m003_summaries).
+
+`insert_summary` is the only writer: it takes the next number of the topic inside one BEGIN IMMEDIATE
+transaction, so two `summary new` running at once on one file get 1 and 2, never 1 and 1 (and
+UNIQUE(topic_key, number) in the schema would refuse a duplicate anyway).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Iterable, Optional
+
+from .types import Claim, Evidence, RemovedCitation, Summary
+
+SOURCE_COLUMNS = ("label", "cited", "passage_id", "book_id", "book_title", "kind", "figure_number",
+                  "section_path", "page_start", "page_end", "page_label", "text", "text_hash")
+_SUMMARY_COLUMNS = ("id, topic, topic_key, number, kind, text, model, params, claims, removed_citations,"
+                    " created_at")
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, ensure_ascii=False, default=lambda o: dataclasses.asdict(o))
+
+
+def insert_summary(conn, summary: Summary) -> int:
+    """Save `summary` as the next number of its topic; returns that number (also set on `summary`)."""
+    with conn:
+        conn.execute("BEGIN IMMEDIATE")
+        number = conn.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM summaries WHERE topic_key = ?",
+                              (summary.topic_key,)).fetchone()[0]
+        cur = conn.execute(
+            "INSERT INTO summaries(topic, topic_key, number, kind, text, model, params, claims,"
+            " removed_citations, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (summary.topic, summary.topic_key, number, summary.kind, summary.text,
+             None if summary.model is None else _dumps(summary.model), _dumps(summary.params),
+             _dumps(summary.claims), _dumps(summary.removed_citations), summary.created_at))
+        conn.executemany(
+            f"INSERT INTO summary_sources(summary_id, {', '.join(SOURCE_COLUMNS)}) "
+            f"VALUES (?{', ?' * len(SOURCE_COLUMNS)})",
+            [(cur.lastrowid, *_source_row(s)) for s in summary.sources])
+    summary.number = number
+    return number
+
+
+def _source_row(source: dict) -> tuple:
+    row = dict(source)
+    row["cited"] = 1 if row.get("cited") else 0
+    row["section_path"] = _dumps(row.get("section_path") or [])
+    return tuple(row.get(col) for col in SOURCE_COLUMNS)
+
+
+def numbers(conn, topic_key: str) -> list[int]:
+    return [r[0] for r in conn.execute("SELECT number FROM summaries WHERE topic_key = ? ORDER BY number",
+                                       (topic_key,))]
+
+
+def summaries(conn, topic_key: str, number: Optional[int] = None) -> list[Summary]:
+    """Saved summaries of a topic (one number, or all), oldest first, with their sources."""
+    sql = f"SELECT {_SUMMARY_COLUMNS} FROM summaries WHERE topic_key = ?"
+    args: list = [topic_key]
+    if number is not None:
+        sql += " AND number = ?"
+        args.append(number)
+    out = []
+    for row in conn.execute(sql + " ORDER BY number", args).fetchall():
+        out.append(_summary(row, _sources(conn, row[0])))
+    return out
+
+
+def _summary(row, sources: list[dict]) -> Summary:
+    _id, topic, key, number, kind, text, model, params, claims, removed, created = row
+    return Summary(topic=topic, topic_key=key, number=number, text=text, sources=sources,
+                   model=json.loads(model) if model else None, created_at=created, kind=kind,
+                   params=json.loads(params), claims=[_claim(c) for c in json.loads(claims)],
+                   removed_citations=[RemovedCitation(**r) for r in json.loads(removed)])
+
+
+def _claim(data: dict) -> Claim:
+    evidence = data.get("evidence")
+    fields = {f.name for f in dataclasses.fields(Claim)}
+    claim = Claim(**{k: v for k, v in data.items() if k in fields and k != "evidence"})
+    if evidence:
+        claim.evidence = Evidence(**{k: v for k, v in evidence.items()
+                                     if k in {f.name for f in dataclasses.fields(Evidence)}})
+    return claim
+
+
+def _sources(conn, summary_id: int) -> list[dict]:
+    rows = conn.execute(f"SELECT {', '.join(SOURCE_COLUMNS)} FROM summary_sources WHERE summary_id = ?"
+                        f" ORDER BY rowid", (summary_id,)).fetchall()
+    out = []
+    for row in rows:
+        source = dict(zip(SOURCE_COLUMNS, row))
+        source["cited"] = bool(source["cited"])
+        source["section_path"] = json.loads(source["section_path"])
+        out.append(source)
+    return out
+
+
+def topics(conn) -> list[dict]:
+    """Every topic: its latest spelling, key, count, latest number and date; most recent first."""
+    rows = conn.execute(
+        "SELECT s.topic, s.topic_key, t.n, s.number, s.created_at FROM summaries s JOIN ("
+        " SELECT topic_key, COUNT(*) AS n, MAX(number) AS last FROM summaries GROUP BY topic_key) t"
+        " ON t.topic_key = s.topic_key AND t.last = s.number"
+        " ORDER BY s.created_at DESC, s.topic_key").fetchall()
+    return [{"topic": r[0], "topic_key": r[1], "count": r[2], "latest_number": r[3], "latest_at": r[4]}
+            for r in rows]
+
+
+# -- what the sources look like now (staleness) ------------------------------------------------
+
+def current_passages(conn, passage_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """passage id -> (book id, text hash) of the passages that exist now."""
+    ids = sorted(set(passage_ids))
+    found: dict[int, tuple[str, str]] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        found.update({r[0]: (r[1], r[2]) for r in conn.execute(
+            f"SELECT id, book_id, text_hash FROM passages WHERE id IN ({','.join('?' * len(part))})",
+            part)})
+    return found
+
+
+def passage_by_book_hash(conn, book_id: str, text_hash: str) -> Optional[int]:
+    """A passage of this book with exactly this text (its id changes when the book is re-ingested)."""
+    row = conn.execute("SELECT MIN(id) FROM passages WHERE book_id = ? AND text_hash = ?",
+                       (book_id, text_hash)).fetchone()
+    return row[0] if row else None
+
+
+def existing_books(conn, book_ids: Iterable[str]) -> set[str]:
+    ids = sorted(set(book_ids))
+    if not ids:
+        return set()
+    return {r[0] for r in conn.execute(f"SELECT id FROM books WHERE id IN ({','.join('?' * len(ids))})",
+                                       ids)}

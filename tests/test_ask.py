@@ -1,0 +1,218 @@
+"""ask: the pipeline with a deterministic fake model, and end to end with real llama.cpp (tiny model)."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragcli import ask, prompt
+from ragcli.cli import app
+from ragcli.llm import FakeChatModel, forced_text_grammar
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
+LABEL = re.compile(r"\[([A-Z])\s*(\d+)\]")
+
+
+@pytest.fixture(scope="module")
+def ask_db(tmp_path_factory):
+    """The sample book ingested once for this module (real pymupdf, embeddings, sqlite-vec)."""
+    from ragcli import db, embed, ingest
+
+    path = tmp_path_factory.mktemp("ask") / "corpus.db"
+    conn = db.connect(path)
+    ingest.ingest_file(conn, SAMPLE, embed.get_embedder())
+    conn.close()
+    return path
+
+
+@pytest.fixture
+def conn(ask_db, tmp_path):
+    from ragcli import db
+
+    copy = tmp_path / "corpus.db"
+    shutil.copy(ask_db, copy)
+    c = db.connect(copy)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from ragcli import embed
+
+    return embed.get_embedder()
+
+
+def labels_in(text: str) -> set[str]:
+    return {f"{a}{b}" for a, b in LABEL.findall(text)}
+
+
+def test_labels_follow_rank_and_kind(conn, embedder):
+    from ragcli import retrieve
+
+    hits = retrieve.search(conn, embedder, "saccular aneurysm figure", k=8).hits
+    sources = prompt.label_sources(hits)
+    passages = [s.label for s in sources if s.hit.kind == "passage"]
+    figures = [s.label for s in sources if s.hit.kind == "figure"]
+    assert passages == [f"S{i}" for i in range(1, len(passages) + 1)]
+    assert figures == [f"F{i}" for i in range(1, len(figures) + 1)]
+    assert figures, "a figure caption should be retrieved for a figure question"
+
+
+def test_invalid_citations_are_removed_and_reported(conn, embedder):
+    model = FakeChatModel("A craniotomy removes a bone flap [S1]. It never fails [S9] (p. 45). See [Source 2].")
+    answer = ask.ask(conn, embedder, "what is a craniotomy?", model, ask.AskOptions(expand=False))
+    given = {s.label for s in answer.sources}
+    assert answer.status == "answered"
+    assert labels_in(answer.answer) <= given
+    assert "[S9]" not in answer.answer and "(p. 45)" not in answer.answer
+    removed = {r.text for r in answer.removed_citations}
+    assert "[S9]" in removed and "(p. 45)" in removed
+    assert "S1" in answer.citations and set(answer.citations) <= given
+    prompt_text = model.calls[-1]["messages"][1]["content"]
+    assert labels_in(prompt_text) == {s.label for s in answer.sources[: len(labels_in(prompt_text))]}
+
+
+def test_streamed_text_equals_answer_and_never_shows_invalid_labels(conn, embedder):
+    reply = "Mannitol draws water out of the brain [S1][S12]. Dose [S2, S40] matters [7]."
+    model = FakeChatModel(reply, piece_size=2)
+    shown: list[str] = []
+    answer = ask.ask(conn, embedder, "mannitol for raised intracranial pressure", model,
+                     ask.AskOptions(expand=False), on_text=shown.append)
+    given = {s.label for s in answer.sources}
+    assert "".join(shown).strip() == answer.answer
+    printed = ""
+    for piece in shown:
+        printed += piece
+        assert labels_in(printed) <= given  # at no moment is an invalid label on screen
+    assert not re.search(r"\[\s*7\s*\]", answer.answer)
+
+
+def test_expansion_is_used_and_shown(conn, embedder):
+    replies = ["craniotomy bone flap dura opening", "It is a craniotomy [S1]."]
+    model = FakeChatModel(replies)
+    answer = ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions())
+    assert answer.expanded_query == "craniotomy bone flap dura opening"
+    rewrite_call = model.calls[0]
+    assert rewrite_call["grammar"] and "Question: what happens after cutting the skull?" in \
+        rewrite_call["messages"][1]["content"]
+    assert any("raniotomy" in s.hit.section_str for s in answer.sources)
+
+
+def test_bad_rewrite_cannot_push_out_the_original_hits(conn, embedder):
+    from ragcli import retrieve
+
+    question = "nimodipine dose for vasospasm"
+    plain = [h.passage_id for h in retrieve.search(conn, embedder, question, k=8).hits]
+    model = FakeChatModel(["arteriovenous malformation embolization glue", "Nimodipine [S1]."])
+    answer = ask.ask(conn, embedder, question, model, ask.AskOptions(k=8))
+    got = [s.hit.passage_id for s in answer.sources]
+    assert set(plain[:4]) <= set(got)  # the question's own best hits are never pushed out
+
+
+@pytest.mark.parametrize("junk", ["", "   ", "!!!! ??? 1234", "Question: " + "x" * 300])
+def test_junk_rewrites_fall_back_to_the_original(junk):
+    assert ask.clean_rewrite(junk, "what is a craniotomy?") is None
+
+
+def test_no_context_does_not_call_the_model(conn, embedder):
+    model = FakeChatModel([])  # any call would fail the test
+    answer = ask.ask(conn, embedder, "what is the capital of France?", model, ask.AskOptions())
+    assert answer.status == "no_context" and answer.answer == ""
+    assert model.calls == [] or all(c["grammar"] for c in model.calls)  # only the rewrite may run
+    assert answer.sources, "the nearest passages are still listed"
+
+
+def test_answer_whose_citations_were_all_removed_is_unsupported(conn, embedder):
+    model = FakeChatModel("Craniotomy is common [S99]. Surgeons agree (page 300).")
+    answer = ask.ask(conn, embedder, "what is a craniotomy?", model, ask.AskOptions(expand=False))
+    assert answer.status == "unsupported"
+    assert answer.citations == [] and len(answer.removed_citations) == 2
+
+
+def test_extractive_answer_without_a_model(conn, embedder):
+    answer = ask.ask(conn, embedder, "how is nimodipine given after subarachnoid hemorrhage?", None,
+                     ask.AskOptions())
+    assert answer.status == "extractive" and "no model" in answer.notice
+    assert answer.citations and labels_in(answer.answer) == set(answer.citations)
+    assert set(answer.citations) <= {s.label for s in answer.sources}
+    assert "nimodipine" in answer.answer.lower()
+
+
+def test_question_in_another_language_is_flagged(conn, embedder):
+    answer = ask.ask(conn, embedder, "¿qué pasa después de cortar el cráneo del paciente?", None)
+    assert answer.status == "no_context" and "Spanish" in answer.notice
+
+
+def test_prompt_fits_the_window_by_dropping_lowest_ranked(conn, embedder):
+    from ragcli import retrieve
+
+    sources = prompt.label_sources(retrieve.search(conn, embedder, "cerebral edema", k=8).hits)
+    count = lambda text: len(text) // 4 + 1  # noqa: E731
+    small = prompt.build("cerebral edema?", sources, count, budget=500)
+    assert 0 < len(small.sources) < len(sources) and small.prompt_tokens <= 500
+    assert small.dropped == sources[len(small.sources):]
+    tiny = prompt.build("cerebral edema?", sources, count, budget=260)
+    assert len(tiny.sources) == 1 and tiny.truncated == [tiny.sources[0].label]
+    assert prompt.TRUNCATION_NOTE.strip() in tiny.messages[1]["content"]
+
+
+# -- through the CLI -----------------------------------------------------------------------------
+
+def run(args, env=None):
+    result = CliRunner().invoke(app, args, env=env)
+    return result
+
+
+def test_cli_ask_json_without_model(ask_db, tmp_path):
+    db = tmp_path / "c.db"
+    shutil.copy(ask_db, db)
+    result = run(["ask", "what is a craniotomy?", "--db", str(db), "--json"], env={"RAGCLI_MODEL": ""})
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    for field in ("question", "expanded_query", "answer", "status", "citations", "removed_citations",
+                  "sources", "model", "timings", "claims"):
+        assert field in data
+    assert data["status"] == "extractive"
+    for source in data["sources"]:
+        for field in ("label", "kind", "book_id", "book_title", "section_path", "page_label", "page",
+                      "score", "text"):
+            assert field in source
+    assert labels_in(data["answer"]) <= {s["label"] for s in data["sources"]}
+
+
+def test_cli_ask_with_real_llama_cpp_strips_forced_invalid_citations(ask_db, tmp_path, tiny_gguf):
+    pytest.importorskip("llama_cpp")
+    db = tmp_path / "c.db"
+    shutil.copy(ask_db, db)
+    grammar = tmp_path / "forced.gbnf"
+    grammar.write_text(forced_text_grammar(
+        "The bone flap is lifted [S1]. Edema follows [S9] (p. 45). Ask [Source 7] or [S2, S30]."))
+    result = run(["ask", "what is a craniotomy?", "--db", str(db), "--json", "--model", str(tiny_gguf),
+                  "--grammar-file", str(grammar), "--no-expand", "--max-tokens", "64", "--ctx", "2048"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["status"] == "answered"
+    given = {s["label"] for s in data["sources"]}
+    assert labels_in(data["answer"]) <= given
+    assert "[S9]" not in data["answer"] and "S30" not in data["answer"] and "(p. 45)" not in data["answer"]
+    assert {"[S9]", "(p. 45)"} <= {r["text"] for r in data["removed_citations"]}
+    assert data["model"]["path"].endswith("tiny.gguf")
+    assert data["timings"]["prompt_tokens"] > 0
+
+
+def test_cli_ask_model_errors_are_one_line(ask_db, tmp_path):
+    db = tmp_path / "c.db"
+    shutil.copy(ask_db, db)
+    missing = run(["ask", "x y z", "--db", str(db), "--model", str(tmp_path / "nope.gguf")])
+    assert missing.exit_code == 6 and "nope.gguf" in missing.stderr
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a model at all" * 10)
+    bad = run(["ask", "x y z", "--db", str(db), "--model", str(junk)])
+    assert bad.exit_code == 6 and "GGUF" in bad.stderr
+    assert "Traceback" not in bad.output
