@@ -22,7 +22,7 @@ import numpy as np
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 BACKENDS = ("onnx-int8", "onnx", "st")
-DEFAULT_BACKEND = "onnx-int8"  # chosen by bench/bench_embed.py: see docs/benchmarks-embed.md
+DEFAULT_BACKEND = "onnx"  # chosen by bench/bench_embed.py: see docs/benchmarks-embed.md
 EXPORT_FORMAT = 1  # bump when the exported graph changes; older caches are re-exported
 ONNX_FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
 

@@ -1,18 +1,105 @@
-"""Per-claim support: split the answer into claims and say, for each, whether a cited passage backs it.
+"""Per-claim support: for every sentence of an answer, does a cited passage back it?
 
-(First version: claims and their citations; issue 7 adds the scorer and --verify.)
+Levels: supported (a cited passage backs it; its best sentence is quoted with the page), weak (related,
+not clearly stated), unsupported (it cites passages that do not back it: those citations are flagged),
+no_source (a factual sentence with no citation), not_factual (a refusal or connective sentence).
+The scorer is ragcli.support (embedding model already loaded + lexical, number and negation evidence).
+`--verify` adds a second llama.cpp pass: per-claim verdicts constrained to JSON by a grammar; claims the
+model judges unsupported are removed from the final answer (draft, verdicts, final kept in JSON).
 """
 from __future__ import annotations
 
+import re
 from typing import Optional
 
-from .claims import attach_citations, split_claims
-from .types import Answer, Claim
+from . import support
+from .claims import attach_citations, split_claims, split_sentences_plain
+from .types import Answer, Claim, Evidence, Source
+
+NOT_FACTUAL = re.compile(r"^(the provided passages do not|i (do not|don't) know|no (relevant )?information)",
+                         re.I)
+LEVEL_ORDER = {"supported": 0, "weak": 1, "unsupported": 2}
+
+
+def is_factual(text: str) -> bool:
+    words = re.findall(r"[A-Za-z]{2,}", text)
+    return len(words) >= 3 and not NOT_FACTUAL.match(text.strip()) and not text.rstrip().endswith("?")
+
+
+def score(answer_text: str, sources: list[Source], embedder) -> list[Claim]:
+    by_label = {s.label: s for s in sources}
+    parsed = attach_citations(split_claims(answer_text))
+    claims = [Claim(text=t, citations=[lab for lab in labels if lab in by_label]) for t, labels in parsed]
+    todo = [c for c in claims if c.citations and is_factual(c.text)]
+    sentences = {lab: split_sentences_plain(by_label[lab].hit.text) for c in todo for lab in c.citations}
+    results = support.score_claims([(c.text, [sentences[lab] for lab in c.citations]) for c in todo],
+                                   embedder) if todo else []
+    for claim, row in zip(todo, results):
+        _apply(claim, row, by_label)
+    for claim in claims:
+        if not claim.citations:
+            claim.support = "no_source" if is_factual(claim.text) else "not_factual"
+        elif not is_factual(claim.text):
+            claim.support = "not_factual"
+    return claims
+
+
+def _apply(claim: Claim, row: list[support.SupportResult], by_label: dict[str, Source]) -> None:
+    best_i = min(range(len(row)), key=lambda i: (LEVEL_ORDER[row[i].level], -row[i].score))
+    best = row[best_i]
+    claim.support, claim.score = best.level, round(best.score, 4)
+    claim.flagged_citations = [lab for lab, r in zip(claim.citations, row) if r.level == "unsupported"]
+    if best.best_sentence and best.level != "unsupported":
+        hit = by_label[claim.citations[best_i]].hit
+        claim.evidence = Evidence(claim.citations[best_i], best.best_sentence, hit.page_label, hit.page_start)
 
 
 def assess(answer: Answer, embedder, verify_model: Optional[object] = None) -> Answer:
-    claims = []
-    for text, labels in attach_citations(split_claims(answer.answer)):
-        claims.append(Claim(text=text, citations=labels, support="no_source" if not labels else "weak"))
-    answer.claims = claims
+    """Fill answer.claims; with a model, run the --verify pass and rewrite the answer."""
+    if not answer.answer:
+        answer.claims = []
+        return answer
+    answer.claims = score(answer.answer, answer.sources, embedder)
+    if verify_model is not None and answer.status == "answered":
+        verify(answer, verify_model, embedder)
     return answer
+
+
+VERIFY_SYSTEM = """You check an answer against its sources. For each numbered claim, say "supported" only if
+the quoted source passages state it; otherwise "unsupported". Reply with the JSON array only."""
+
+
+def verify_messages(answer: Answer, claims: list[Claim]) -> list[dict]:
+    by_label = {s.label: s for s in answer.sources}
+    lines = []
+    for i, c in enumerate(claims, 1):
+        cited = "\n".join(f"  [{lab}] {by_label[lab].hit.text}" for lab in c.citations if lab in by_label)
+        lines.append(f"Claim {i}: {c.text}\n{cited or '  (no source cited)'}")
+    return [{"role": "system", "content": VERIFY_SYSTEM},
+            {"role": "user", "content": "\n\n".join(lines)}]
+
+
+def verify(answer: Answer, model, embedder) -> None:
+    """Draft -> per-claim verdicts (JSON grammar) -> unsupported claims removed."""
+    from . import llm
+
+    claims = [c for c in answer.claims if c.support != "not_factual"]
+    if not claims:
+        return
+    reply = model.chat(verify_messages(answer, claims), max_tokens=24 * len(claims) + 16,
+                       grammar=llm.json_verdicts_grammar(len(claims)), temperature=0.0)
+    verdicts = llm.parse_verdicts(str(reply), len(claims))
+    rejected = {id(c) for c, v in zip(claims, verdicts) if v == "unsupported"}
+    keep = [c for c in answer.claims if id(c) not in rejected]
+    draft = answer.answer
+    final = " ".join(c.text + "".join(f" [{lab}]" for lab in c.citations) for c in keep).strip()
+    answer.verification = {
+        "draft": draft,
+        "verdicts": [{"claim": c.text, "verdict": v} for c, v in zip(claims, verdicts)],
+        "final": final,
+        "removed_claims": [c.text for c in answer.claims if id(c) in rejected],
+    }
+    if final != draft:
+        answer.answer = final
+        answer.claims = keep
+        answer.citations = [lab for lab in answer.citations if any(lab in c.citations for c in keep)]

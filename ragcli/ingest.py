@@ -171,8 +171,13 @@ def _vectors(conn, embedder, texts, hashes, progress) -> tuple[list[bytes], int]
 def remove_book(conn, book_id: str) -> None:
     from .errors import NotFoundError
 
+    from . import db
+
     if not store.book_by_id(conn, book_id):
         raise NotFoundError(f"no book with id '{book_id}' (see `ragcli books`)")
-    with conn:
-        conn.execute("BEGIN IMMEDIATE")
-        store.delete_book(conn, book_id)
+    try:
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            store.delete_book(conn, book_id)
+    except db.DatabaseError as exc:
+        raise CorpusError(db.describe(exc, _db_file(conn))) from exc

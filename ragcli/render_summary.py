@@ -10,9 +10,10 @@ SOURCE_STATUS = {"ok": "", "moved": "re-ingested, same text", "gone": "gone"}
 
 
 def books_of(summary: Summary) -> list[str]:
-    """Book ids of the sources, cited ones first, in order of first appearance."""
+    """Book ids the summary cites (of all its sources when it cites none), in order of first use."""
+    relied_on = [s for s in summary.sources if s.get("cited")] or summary.sources
     out: list[str] = []
-    for s in sorted(summary.sources, key=lambda s: not s.get("cited")):
+    for s in relied_on:
         if s["book_id"] not in out:
             out.append(s["book_id"])
     return out
@@ -110,8 +111,9 @@ def source_line(source: dict) -> str:
 
     where = f"Figure {source['figure_number']}, " if source.get("kind") == "figure" else ""
     section = " › ".join(source.get("section_path") or [])
+    text = escape(snippet(source.get("text") or "", 140))
     line = (f"[cyan][{source['label']}][/] {escape(source.get('book_title') or source['book_id'])} — "
-            f"{escape(section)}, {where}p. {source.get('page_label')}: {escape(snippet(source.get('text') or '', 140))}")
+            f"{escape(section)}, {where}p. {source.get('page_label')}: {text}")
     status = source.get("status", "ok")
     if status == "gone":
         line += f" [bold red]({escape(source.get('reason') or 'gone')})[/]"
@@ -124,11 +126,12 @@ def summaries_table(summaries: list[Summary]):
     from rich.table import Table
 
     table = Table()
-    for col in ("#", "date", "kind", "model", "books", "sources", "status"):
-        table.add_column(col, justify="right" if col in ("#", "sources") else "left")
+    for col in ("#", "date", "kind", "model", "books", "cited", "status"):
+        table.add_column(col, justify="right" if col in ("#", "cited") else "left",
+                         no_wrap=col in ("#", "date", "kind", "cited", "status"))
     for s in summaries:
         row = list_row(s)
-        status = "[red]stale[/] " + ", ".join(s.stale_sources) if s.status == "stale" else "[green]ok[/]"
+        status = f"[red]stale[/] ({len(s.stale_sources)} gone)" if s.status == "stale" else "[green]ok[/]"
         table.add_row(str(s.number), _date(s.created_at), s.kind, str(row["model"] or "—"),
                       ", ".join(row["books"]), f"{row['cited']}/{row['sources']}", status)
     return table
@@ -140,7 +143,8 @@ def topics_table(rows: list[dict]):
 
     table = Table()
     for col in ("topic", "summaries", "latest", "date"):
-        table.add_column(col, justify="right" if col in ("summaries", "latest") else "left")
+        table.add_column(col, justify="right" if col in ("summaries", "latest") else "left",
+                         no_wrap=col != "topic")
     for r in rows:
         table.add_row(escape(r["topic"]), str(r["count"]), f"#{r['latest_number']}", _date(r["latest_at"]))
     return table

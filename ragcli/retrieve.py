@@ -112,29 +112,10 @@ def search(conn, embedder, query: str, *, k: int = 10, mode: str = "hybrid",
     timings: dict[str, float] = {}
     depth = max(depth, k)
     queries = [Query(query)] + list(extra)
-    lex_lists, dense_lists = [], []
-    lex_scores: dict[int, tuple[float, int]] = {}
-    dense_scores: dict[int, tuple[float, int]] = {}
-    if mode in ("hybrid", "lexical"):
-        t = time.perf_counter()
-        for q in queries:
-            if "lexical" in q.legs:
-                ranked = store.lexical_search(conn, fts_query(q.text), depth, book_ids)
-                lex_lists.append((ranked, q.weight))
-                _keep_first(lex_scores, ranked) if q is queries[0] else None
-        timings["lexical"] = time.perf_counter() - t
-    if mode in ("hybrid", "dense"):
-        t = time.perf_counter()
-        store.check_embedding(conn, embedder.name)
-        dense_queries = [q for q in queries if "dense" in q.legs]
-        vecs = embedder.embed([q.text for q in dense_queries])
-        timings["embed_query"] = time.perf_counter() - t
-        t = time.perf_counter()
-        for q, vec in zip(dense_queries, vecs):
-            ranked = store.dense_search(conn, vec, depth, book_ids)
-            dense_lists.append((ranked, q.weight))
-            _keep_first(dense_scores, ranked) if q is queries[0] else None
-        timings["dense"] = time.perf_counter() - t
+    lex_lists, lex_scores = _lexical_leg(conn, queries, depth, book_ids, timings) \
+        if mode in ("hybrid", "lexical") else ([], {})
+    dense_lists, dense_scores = _dense_leg(conn, embedder, queries, depth, book_ids, timings) \
+        if mode in ("hybrid", "dense") else ([], {})
     fused = fuse(lex_lists, dense_lists, fusion, rrf_k, leg_weights or {})
     top = sorted(fused, key=lambda pid: -fused[pid])[:k]
     if extra:
@@ -148,6 +129,36 @@ def search(conn, embedder, query: str, *, k: int = 10, mode: str = "hybrid",
         hit.dense_score, hit.dense_rank = dense_scores.get(pid, (None, None))
         hits.append(hit)
     return SearchResult(query, mode, hits, timings, [q.text for q in extra])
+
+
+def _lexical_leg(conn, queries: list[Query], depth: int, book_ids, timings: dict) -> tuple[list, dict]:
+    t = time.perf_counter()
+    lists, first = [], {}
+    for q in queries:
+        if "lexical" in q.legs:
+            ranked = store.lexical_search(conn, fts_query(q.text), depth, book_ids)
+            lists.append((ranked, q.weight))
+            if q is queries[0]:
+                _keep_first(first, ranked)
+    timings["lexical"] = time.perf_counter() - t
+    return lists, first
+
+
+def _dense_leg(conn, embedder, queries: list[Query], depth: int, book_ids, timings: dict) -> tuple[list, dict]:
+    t = time.perf_counter()
+    store.check_embedding(conn, embedder.name)
+    dense_queries = [q for q in queries if "dense" in q.legs]
+    vecs = embedder.embed([q.text for q in dense_queries])
+    timings["embed_query"] = time.perf_counter() - t
+    t = time.perf_counter()
+    lists, first = [], {}
+    for q, vec in zip(dense_queries, vecs):
+        ranked = store.dense_search(conn, vec, depth, book_ids)
+        lists.append((ranked, q.weight))
+        if q is queries[0]:
+            _keep_first(first, ranked)
+    timings["dense"] = time.perf_counter() - t
+    return lists, first
 
 
 def _keep_first(target: dict, ranked: list[tuple[int, float]]) -> None:

@@ -55,25 +55,21 @@ NEGATION_WORDS = frozenset(
 NEGATION_PHRASES = re.compile(r"\bfail(?:s|ed|ing)? to\b|n't\b|\bno longer\b", re.I)
 NUMBER_WORDS = {
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-    "eleven": 11, "twelve": 12, "twenty": 20, "thirty": 30, "hundred": 100, "thousand": 1000,
-    "half": 0.5, "twice": 2, "double": 2, "threefold": 3, "twofold": 2,
+    "eleven": 11, "twelve": 12, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
 }
 UNITS = {
-    "%": "%", "percent": "%", "per cent": "%", "mg": "mg", "milligram": "mg", "milligrams": "mg",
-    "g": "g", "gram": "g", "grams": "g", "kg": "kg", "mcg": "ug", "µg": "ug", "μg": "ug", "ug": "ug",
-    "ml": "ml", "l": "l", "mmol": "mmol", "mol": "mol", "iu": "iu", "units": "iu", "mm": "mm",
-    "cm": "cm", "m": "m", "km": "km", "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
-    "min": "min", "minute": "min", "minutes": "min", "s": "s", "sec": "s", "seconds": "s",
-    "day": "day", "days": "day", "week": "week", "weeks": "week", "wk": "week", "month": "month",
-    "months": "month", "year": "year", "years": "year", "yr": "year", "mmhg": "mmhg", "bpm": "bpm",
-    "°c": "c", "°f": "f", "kcal": "kcal", "cc": "ml", "mg/kg": "mg/kg", "mg/day": "mg/day",
-    "mg/dl": "mg/dl", "mmol/l": "mmol/l", "million": "e6", "billion": "e9", "fold": "fold",
+    "%": "%", "percent": "%", "mg": "mg", "milligram": "mg", "milligrams": "mg", "g": "g", "gram": "g",
+    "grams": "g", "kg": "kg", "mcg": "ug", "µg": "ug", "μg": "ug", "ug": "ug", "ml": "ml", "l": "l",
+    "mmol": "mmol", "mol": "mol", "iu": "iu", "units": "iu", "mm": "mm", "cm": "cm", "m": "m",
+    "km": "km", "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h", "min": "min",
+    "minute": "min", "minutes": "min", "s": "s", "sec": "s", "seconds": "s", "day": "day",
+    "days": "day", "week": "week", "weeks": "week", "wk": "week", "month": "month", "months": "month",
+    "year": "year", "years": "year", "yr": "year", "mmhg": "mmhg", "bpm": "bpm", "kcal": "kcal",
+    "cc": "ml", "fold": "fold", "million": "e6", "billion": "e9", "mgday": "mg",
 }
 _TOKEN = re.compile(r"[A-Za-z0-9µμ°]+(?:[-'][A-Za-z0-9]+)*")
-_NUMBER = re.compile(
-    r"(?<![\w.])(?<![A-Za-z]-)(\d+(?:,\d{3})+|\d+(?:\.\d+)?|\.\d+)"
-    r"(?:\s*-?\s*(%|[A-Za-zµμ°]+(?:/[A-Za-z]+)?))?"
-)
+_NUMBER = re.compile(r"\d+(?:,\d{3})+(?!\d)|\d*\.\d+|\d+")
+_NOT_LETTERS = re.compile(r"[\d.,%/+\-−–<>=~±×()\[\]:;'\"]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _ABBREV = re.compile(r"\b(?:e\.g|i\.e|et al|vs|fig|figs|no|approx|dr|mr|mrs|st|ca|cf|ref|eq)\.$", re.I)
 STEM = 6  # truncation stemming: words compare on their first STEM letters
@@ -134,15 +130,34 @@ def term_weight(stem: str, original: str = "") -> float:
     return min(1.5, 0.25 + len(stem) / 6.0)
 
 
+def _unit(word: str) -> Optional[str]:
+    word = word.strip(".,;:()[]").lower()
+    return UNITS.get(word.split("/")[0]) if word else None
+
+
 def numbers(text: str) -> list[tuple[float, Optional[str]]]:
-    """Numbers with the unit written after them, if any: "60 mg" -> (60.0, "mg")."""
+    """Numbers with their unit, if any: "60 mg" -> (60.0, "mg"); "40mg/day" -> (40.0, "mg").
+
+    Digits inside identifiers (IL-6, CD4, 3T3, OCT3/4, B12) are names, not numbers.
+    """
     out: list[tuple[float, Optional[str]]] = []
-    for m in _NUMBER.finditer(text):
-        raw, unit = m.group(1).replace(",", ""), (m.group(2) or "").lower()
-        out.append((float(raw), UNITS.get(unit)))
-    for tok in _TOKEN.findall(text):
-        if tok.lower() in NUMBER_WORDS:
-            out.append((float(NUMBER_WORDS[tok.lower()]), None))
+    words = text.split()
+    for i, raw in enumerate(words):
+        word = raw.strip(".,;:()[]\"'")
+        low = word.lower()
+        if low in NUMBER_WORDS:
+            out.append((float(NUMBER_WORDS[low]), _unit(words[i + 1]) if i + 1 < len(words) else None))
+            continue
+        found = _NUMBER.findall(word)
+        if not found:
+            continue
+        letters = _NOT_LETTERS.sub("", word).lower()
+        if letters and letters not in UNITS and letters.split("/")[0] not in UNITS:
+            continue  # an identifier such as CD4 or COVID-19
+        unit = ("%" if word.endswith("%") else UNITS.get(letters)) if letters or "%" in word else None
+        if unit is None and i + 1 < len(words) and not word.endswith(("%", ",", ";")):
+            unit = _unit(words[i + 1])
+        out.extend((float(n.replace(",", "")), unit) for n in found)
     return out
 
 
@@ -151,6 +166,8 @@ def missing_numbers(claim: str, passage_text: str) -> list[tuple[float, Optional
     have = numbers(passage_text)
     missing = []
     for value, unit in numbers(claim):
+        if unit is None and value in (0.0, 1.0):
+            continue  # "type 1", "+1", "phase 0": too often a name, not a quantity
         ok = any(abs(v - value) < 1e-9 and (unit is None or u is None or u == unit) for v, u in have)
         if not ok:
             missing.append((value, unit))
@@ -176,6 +193,10 @@ def _overlap(claim_terms: dict[str, float], terms: set[str]) -> float:
     return sum(w for t, w in claim_terms.items() if t in terms) / total
 
 
+def _bigrams(terms: list[str]) -> set[tuple[str, str]]:
+    return set(zip(terms, terms[1:]))
+
+
 def _windows(n: int) -> list[tuple[int, ...]]:
     """Single sentences, then each sentence with its next neighbour."""
     return [(i,) for i in range(n)] + [(i, i + 1) for i in range(n - 1)]
@@ -196,6 +217,10 @@ def claim_features(claim: str, sentences: Sequence[str], claim_vec: np.ndarray,
     best = int(np.argmax(sims + lex))
     top = np.sort(sims)[::-1]
     whole = " ".join(sentences)
+    all_terms = set().union(*sterms)
+    bigrams = _bigrams(content_terms(claim))
+    pas_bigrams = set().union(*(_bigrams(content_terms(x)) for x in sentences))
+    keys = sorted(cterms, key=lambda t: (-cterms[t], t))[:3]
     nums = numbers(claim)
     missing = missing_numbers(claim, whole) if nums else []
     win_text = " ".join(sentences[i] for i in wins[best_win])
@@ -207,7 +232,11 @@ def claim_features(claim: str, sentences: Sequence[str], claim_vec: np.ndarray,
         "cos_passage": float(_normalise(sent_vecs.mean(axis=0)) @ claim_vec),
         "lex_best": float(lex.max()),
         "lex_win": float(win_lex.max()),
-        "lex_cover": _overlap(cterms, set().union(*sterms)),
+        "lex_cover": _overlap(cterms, all_terms),
+        "lex_missing": float(sum(w for t, w in cterms.items() if t not in all_terms)),
+        "lex_bigram": len(bigrams & pas_bigrams) / len(bigrams) if bigrams else 0.0,
+        "lex_keys": sum(t in all_terms for t in keys) / len(keys) if keys else 0.0,
+        "lex_all": float(all(t in all_terms for t in cterms)),
         "num_missing": len(missing) / len(nums) if nums else 0.0,
         "has_num": float(bool(nums)),
         "neg_mismatch": float(is_negated(claim) != is_negated(win_text)),

@@ -14,7 +14,7 @@ _STOP = set("""a an and are as at be by for from has have in into is it its of o
 was were which with will not no can may should must when if than then there these those also such
 his her him he she they them one two other another each any all some soon possible figure figures table
 see page paragraph refer used using use done way both very""".split())
-_REF = r"(?:(?:figure|fig\.|table|page|pp?\.)\s*)?(?:[A-Z]{1,2}-)?\d+[a-z]?(?:[-—–.]\d+)*"
+_REF = r"(?:(?:figure|fig\.|table|page|pp?\.)\s*)?(?:[A-Z]{1,2}-)?\d+(?:[-—–.]\d+)*[a-z]?(?:\(\d+\))?"
 _INDEX_ENTRY = re.compile(r"([A-Za-z][A-Za-z ()/'’-]{2,60}?),\s+" + _REF, re.I)
 _SEE = re.compile(r"\bSee(?: also)?,?\s+([A-Za-z][A-Za-z ()/'’-]{2,60}?)[.;]", re.I)
 
@@ -44,7 +44,7 @@ def index_terms(parsed: ParsedBook) -> list[str]:
             continue
         for _, para in section.paragraphs:
             for m in list(_INDEX_ENTRY.finditer(para)) + list(_SEE.finditer(para)):
-                term = re.sub(r"^(?:[A-Z]?-?\d+[a-z]?(?:\(\d+\))?\s+)+", "", m.group(1).strip())
+                term = re.sub(r"^(?:[a-z](?:\(\d+\))?\s+)+", "", m.group(1).strip())
                 if term.lower() not in ("see", "see also", "figure", "table") and not term[:1].isdigit():
                     terms.append(term)
     return terms

@@ -82,7 +82,7 @@ def test_figure_captions_found(template_db):
     assert by_book["faa"]["7-26"][2] is not None
     assert by_book["malawi"]["1"][0].startswith("Figure 1 Patient flow pattern")
     sections = _rows(template_db["path"], "SELECT section_path FROM figures WHERE book_id='primer' AND number='5.1'")
-    assert json.loads(sections[0][0])[-1] == "5.1 Nimodipine"
+    assert json.loads(sections[0][0])[0] == "Chapter 5 Vasospasm and Delayed Cerebral Ischemia"  # page 14
 
 
 def test_page_labels_as_printed(template_db):
@@ -181,7 +181,7 @@ def test_books_list_and_remove(corpus_db, cli):
     assert res.exit_code == 0, res.stderr
     books = {b["id"]: b for b in json.loads(res.stdout)}
     assert set(books) == set(BOOKS)
-    assert books["primer"]["pages"] == 18 and books["primer"]["figures"] == 10 and books["primer"]["sections"] > 30
+    assert books["primer"]["page_count"] == 18 and books["primer"]["figures"] == 10 and books["primer"]["sections"] > 30
 
     res = cli("books", "remove", "malawi", "--json")
     assert res.exit_code == 0 and json.loads(res.stdout) == {"removed": "malawi"}
@@ -219,7 +219,7 @@ def test_folder_ingest_in_a_subprocess(run_module, tmp_path):
     folder = tmp_path / "books" / "nested"
     folder.mkdir(parents=True)
     shutil.copy(FIXTURE_PDFS["faa"], folder)
-    (folder / "readme.txt").write_text("not a book")
+    (folder / "cover.png").write_bytes(b"\x89PNG not a book")
     proc = run_module("ingest", tmp_path / "books", "--json")
     assert proc.returncode == 0, proc.stderr
     (report,) = json.loads(proc.stdout)

@@ -288,7 +288,7 @@ def test_any_text_can_be_forced_through_llama_cpp(tiny_gguf):  # noqa: F811
     model = LlamaCppModel(tiny_gguf, n_ctx=1024, n_threads=1)
     alphabet = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
 
-    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(st.text(alphabet=alphabet, min_size=1, max_size=24))
     def check(text):
         grammar = forced_text_grammar(text)

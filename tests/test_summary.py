@@ -142,9 +142,9 @@ def test_two_processes_saving_at_once_get_distinct_gapless_numbers(corpus_db, tm
 def test_two_cli_summary_new_at_once(corpus_db, run_module):
     """Two real `ragcli summary new` processes (generation included) on one file."""
     env = {**os.environ, "RAGCLI_MODEL": ""}
-    procs = [subprocess.Popen([sys.executable, "-m", "ragcli", "summary", "new", topic, "--db", str(corpus_db),
-                               "--json"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+    procs = [subprocess.Popen([sys.executable, "-m", "ragcli", "summary", "new", topic,
+                               "--db", str(corpus_db), "--json"], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for topic in ("aneurysms", "Aneurysms ")]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [e for _, e in outs]
@@ -198,15 +198,16 @@ def test_unknown_book_is_an_error(conn, embedder):
 def test_generation_with_fake_model_validates_citations(conn, embedder):
     reply = ("## Rupture\n- Rupture causes subarachnoid hemorrhage [S1]. Invented [S99].\n"
              "## Treatment\n- Clipping or coiling is used (S2, Source 3). See Ref 4.\n")
-    fake = FakeChatModel(reply)
+    fake = FakeChatModel(lambda m: reply if "structured summary" in m[0]["content"] else "aneurysm rupture")
     s = summary.new(conn, embedder, "aneurysms", fake, summary.SummaryOptions(max_tokens=300))
+    assert len(fake.calls) == 2 and s.params["expanded_query"] == "aneurysm rupture"  # rewrite, then summary
     assert s.number == 1 and s.kind == "generated"
     assert s.model == {"name": "fake", "backend": "fake"}
     assert s.params["max_tokens"] == 300 and s.params["grammar"] is False
     assert "[S99]" not in s.text and "[S1]" in s.text and "[S2][S3]" in s.text
     assert {r.text for r in s.removed_citations} >= {"[S99]"}
     assert {src["label"] for src in s.sources if src["cited"]} == {"S1", "S2", "S3"}
-    call = fake.calls[0]
+    call = fake.calls[-1]
     system, user = call["messages"][0]["content"], call["messages"][1]["content"]
     assert call["stream"] and call["max_tokens"] == 300
     assert system.startswith("You write a short structured summary")
@@ -221,10 +222,10 @@ def test_generation_with_fake_model_validates_citations(conn, embedder):
 
 def test_prompt_is_fitted_to_a_small_window(conn, embedder):
     fake = FakeChatModel("## A\n- Aneurysms rupture [S1].", context_size=1500)
-    s = summary.new(conn, embedder, "aneurysms", fake, summary.SummaryOptions(max_tokens=200))
+    s = summary.new(conn, embedder, "aneurysms", fake, summary.SummaryOptions(max_tokens=200, expand=False))
     assert 1 <= s.params["in_prompt"] < s.params["retrieved"]
     assert len(s.sources) == s.params["in_prompt"]  # only what the model saw is saved
-    prompt_tokens = sum(fake.count_tokens(m["content"]) for m in fake.calls[0]["messages"])
+    prompt_tokens = sum(fake.count_tokens(m["content"]) for m in fake.calls[-1]["messages"])
     assert prompt_tokens <= 1500 - 200
 
 
@@ -237,7 +238,8 @@ def test_model_saying_nothing_saves_nothing(conn, embedder):
 
 def test_cli_generation_with_real_llama_cpp(corpus_db, cli, tiny_gguf, tmp_path):
     pytest.importorskip("llama_cpp")
-    forced = "## Rupture\n- An aneurysm can rupture [S1]. It bleeds [S9] (p. 45).\n## Care\n- Clips [S2, S40].\n"
+    forced = ("## Rupture\n- An aneurysm can rupture [S1]. It bleeds [S9] (p. 45).\n"
+              "## Care\n- Clips [S2, S40].\n")
     grammar = tmp_path / "forced.gbnf"
     grammar.write_text(forced_text_grammar(forced))
     result = cli("summary", "new", "Aneurysms", "--json", "--model", tiny_gguf, "--grammar-file", grammar,

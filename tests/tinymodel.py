@@ -51,7 +51,8 @@ def tiny_vocab() -> tuple[list[str], list[int], list[str]]:
     """Tokens, token types and merges: 256 byte tokens, merge results, then special tokens."""
     import gguf
 
-    byte_tokens = [bytes_to_unicode()[b] for b in range(256)]
+    byte_chars = bytes_to_unicode()
+    byte_tokens = [byte_chars[b] for b in range(256)]
     merged = [a + b for a, b in MERGES]
     tokens = byte_tokens + merged + SPECIAL_TOKENS
     normal, control = int(gguf.TokenType.NORMAL), int(gguf.TokenType.CONTROL)

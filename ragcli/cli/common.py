@@ -26,9 +26,10 @@ INTERNAL_ERROR = 70
 
 
 def console(stderr: bool = False):
+    """stdout: tables wrapped to the terminal. stderr: messages are never wrapped mid-sentence."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return Console(stderr=stderr, highlight=False, soft_wrap=stderr)
 
 
 def err(message: str) -> None:
@@ -59,12 +60,26 @@ def handle_errors(fn):
         except typer.Exit:
             raise
         except Exception as exc:  # a bug: one line, unless debugging
+            corpus_problem = _corpus_error(exc)
+            if corpus_problem:  # a database error no core function turned into CorpusError
+                err(_escape(corpus_problem.args[0]))
+                raise typer.Exit(corpus_problem.exit_code)
             if os.environ.get("RAGCLI_DEBUG"):
                 raise
             err(f"internal error: {type(exc).__name__}: {_escape(str(exc))} (set RAGCLI_DEBUG=1 for a traceback)")
             raise typer.Exit(INTERNAL_ERROR)
 
     return wrapper
+
+
+def _corpus_error(exc: Exception):
+    from .. import db as dbmod
+    from ..errors import CorpusError
+
+    known = ("readonly", "read-only", "locked", "busy", "not a database", "malformed", "disk")
+    if isinstance(exc, dbmod.DatabaseError) and any(word in str(exc) for word in known):
+        return CorpusError(dbmod.describe(exc, Path("the corpus file")))
+    return None  # anything else is a bug: reported as an internal error
 
 
 def _escape(text: str) -> str:

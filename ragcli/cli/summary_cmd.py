@@ -6,8 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .ask_cmd import (CtxOpt, GpuOpt, MaxTokOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, model_options,
-                      read_grammar)
+from .ask_cmd import CtxOpt, GpuOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, model_options, read_grammar
 from .common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn
 
 summary_app = typer.Typer(
@@ -16,6 +15,10 @@ summary_app = typer.Typer(
 )
 app.add_typer(summary_app, name="summary")
 
+MaxTokOpt = Annotated[Optional[int], typer.Option("--max-tokens", show_default=False,
+                                                 help="Longest summary in tokens (default 768).")]
+GrammarOpt = Annotated[Optional[str], typer.Option("--grammar-file", show_default=False,
+                                                  help="GBNF grammar constraining the summary (llama.cpp).")]
 TopicArg = Annotated[str, typer.Argument(help="The topic, e.g. aneurysms (quote several words). "
                                          "Case, extra spaces and end punctuation do not matter.")]
 
@@ -29,8 +32,7 @@ def summary_new(
     no_expand: Annotated[bool, typer.Option("--no-expand", help="Do not expand the topic.")] = False,
     model: ModelOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None, gpu_layers: GpuOpt = None,
     seed: SeedOpt = None, temperature: TempOpt = None, max_tokens: MaxTokOpt = None,
-    grammar_file: Annotated[Optional[str], typer.Option("--grammar-file", help="GBNF grammar that constrains "
-                                                        "the summary (llama.cpp format).", show_default=False)] = None,
+    grammar_file: GrammarOpt = None,
     db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
 ) -> None:
     """Generate a summary of TOPIC from the books and save it as the topic's next number."""

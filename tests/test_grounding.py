@@ -1,0 +1,111 @@
+"""Per-claim support on real passages of the sample book, --verify with a fake and a real tiny model."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragcli import ask, grounding, retrieve
+from ragcli.cli import app
+from ragcli.llm import FakeChatModel, forced_text_grammar
+from ragcli.prompt import label_sources
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    from ragcli import db, embed, ingest
+
+    path = tmp_path_factory.mktemp("grounding") / "corpus.db"
+    conn = db.connect(path)
+    ingest.ingest_file(conn, SAMPLE, embed.get_embedder())
+    return path, conn, embed.get_embedder()
+
+
+@pytest.fixture(scope="module")
+def nimodipine_sources(corpus):
+    _, conn, embedder = corpus
+    hits = retrieve.search(conn, embedder, "nimodipine 60 mg every 4 hours for 21 days", k=4).hits
+    sources = label_sources([h for h in hits if h.kind == "passage"])
+    assert "21 days" in sources[0].hit.text
+    return sources
+
+
+def levels(text, sources, embedder):
+    return [(c.text, c.support, c) for c in grounding.score(text, sources, embedder)]
+
+
+def test_each_support_level_from_real_passages(corpus, nimodipine_sources):
+    _, _, embedder = corpus
+    text = ("Nimodipine 60 mg is given every 4 hours for 21 days [S1]. "
+            "Nimodipine improves outcome after aneurysmal subarachnoid hemorrhage [S1]. "
+            "The femur is the longest bone of the leg [S1]. "
+            "Aspirin cures all headaches within an hour. "
+            "The provided passages do not answer this.")
+    got = levels(text, nimodipine_sources, embedder)
+    assert [g[1] for g in got] == ["supported", "supported", "unsupported", "no_source", "not_factual"]
+    supported = got[0][2]
+    assert supported.evidence and "21 days" in supported.evidence.quote
+    assert supported.evidence.page_label == nimodipine_sources[0].hit.page_label
+    assert got[2][2].flagged_citations == ["S1"]
+
+
+def test_wrong_number_is_never_supported(corpus, nimodipine_sources):
+    _, _, embedder = corpus
+    got = levels("Nimodipine 90 mg is given every 4 hours for 21 days [S1].", nimodipine_sources, embedder)
+    assert got[0][1] != "supported"
+
+
+def test_valid_label_on_an_unrelated_sentence_is_flagged(corpus):
+    _, conn, embedder = corpus
+    hits = retrieve.search(conn, embedder, "mannitol osmotic therapy dose", k=3).hits
+    sources = label_sources([h for h in hits if h.kind == "passage"])
+    got = levels("Saccular aneurysms are treated by endovascular coiling with platinum coils [S1].",
+                 sources, embedder)
+    assert got[0][1] == "unsupported" and got[0][2].flagged_citations == ["S1"]
+
+
+def test_extractive_answers_are_scored_and_supported(corpus):
+    _, conn, embedder = corpus
+    answer = ask.ask(conn, embedder, "what is the dose of nimodipine?", None)
+    grounding.assess(answer, embedder)
+    assert answer.claims and all(c.support == "supported" for c in answer.claims)
+    assert all(c.evidence and c.evidence.label in c.citations for c in answer.claims)
+
+
+def test_verify_removes_claims_the_model_rejects(corpus, nimodipine_sources):
+    _, _, embedder = corpus
+    from ragcli.types import Answer
+
+    text = "Nimodipine is given for 21 days [S1]. It is also a treatment for fractures [S1]."
+    answer = Answer("q", None, text, "answered", ["S1"], [], nimodipine_sources)
+    model = FakeChatModel('[{"claim": 1, "verdict": "supported"}, {"claim": 2, "verdict": "unsupported"}]')
+    grounding.assess(answer, embedder, model)
+    v = answer.verification
+    assert v["draft"] == text and "fractures" not in v["final"] and answer.answer == v["final"]
+    assert [x["verdict"] for x in v["verdicts"]] == ["supported", "unsupported"]
+    assert model.calls[0]["grammar"] and "Claim 2:" in model.calls[0]["messages"][1]["content"]
+
+
+def test_cli_json_claims_and_verify_with_real_llama_cpp(corpus, tmp_path, tiny_gguf):
+    db = tmp_path / "c.db"
+    shutil.copy(corpus[0], db)
+    grammar = tmp_path / "g.gbnf"
+    grammar.write_text(forced_text_grammar("Nimodipine is given for 21 days [S1]. Bones heal slowly."))
+    result = CliRunner().invoke(app, ["ask", "how long is nimodipine given?", "--db", str(db), "--json",
+                                      "--model", str(tiny_gguf), "--grammar-file", str(grammar),
+                                      "--no-expand", "--verify", "--ctx", "2048", "--max-tokens", "48"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["claims"], data
+    for claim in data["claims"]:
+        assert set(claim) >= {"text", "citations", "support", "score", "evidence"}
+    assert data["claims"][0]["citations"] == ["S1"]
+    assert data["claims"][1]["support"] == "no_source"
+    assert set(data["verification"]) >= {"draft", "verdicts", "final"}
+    assert all(v["verdict"] in ("supported", "unsupported", "partial", None) for v in data["verification"]["verdicts"])
