@@ -24,6 +24,7 @@ def corpus(tmp_path_factory):
     path = tmp_path_factory.mktemp("grounding") / "corpus.db"
     conn = db.connect(path)
     ingest.ingest_file(conn, SAMPLE, embed.get_embedder())
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # copies of the file must hold everything
     return path, conn, embed.get_embedder()
 
 
