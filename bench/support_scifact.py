@@ -188,14 +188,19 @@ def prec_rec(pred: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     return (tp / max(pred.sum(), 1), tp / max((labels == 1).sum(), 1))
 
 
-def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1e-2, iters: int = 50) -> np.ndarray:
-    """Plain Newton-Raphson logistic regression (intercept first); no sklearn needed."""
+def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1e-2, iters: int = 50,
+                 offset: np.ndarray | None = None) -> np.ndarray:
+    """Plain Newton-Raphson logistic regression (intercept first); no sklearn needed.
+
+    offset: a fixed part of the linear score per row (a coefficient that is set, not fitted).
+    """
+    offset = np.zeros(len(X)) if offset is None else offset
     A = np.hstack([np.ones((len(X), 1)), X])
     w = np.zeros(A.shape[1])
     reg = l2 * np.eye(A.shape[1])
     reg[0, 0] = 0.0
     for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-A @ w))
+        p = 1.0 / (1.0 + np.exp(-(A @ w + offset)))
         grad = A.T @ (p - y) + reg @ w
         hess = (A * (p * (1 - p))[:, None]).T @ A + reg
         step = np.linalg.solve(hess, grad)
@@ -241,16 +246,23 @@ def evaluate(res, kinds: np.ndarray) -> dict:
 
 
 def fit(res, kinds: np.ndarray) -> None:
-    """Fit FEATURES on SUPPORT vs hard negatives; print constants and thresholds for support.py."""
+    """Fit FEATURES on SUPPORT vs hard negatives; print constants and thresholds for support.py.
+
+    The negation coefficient is not fitted here: hard negatives carry no negation signal, so it is
+    fixed at support.NEGATION_COEF (what a fit with CONTRADICT claims as negatives gives).
+    """
     m = (kinds == "support") | (kinds == "hardneg")
-    X = np.array([[r.features[f] for f in support.FEATURES] for r in res])[m]
+    free = [f for f in support.FEATURES if f != "neg_mismatch"]
+    X = np.array([[r.features[f] for f in free] for r in res])[m]
+    neg = np.array([r.features["neg_mismatch"] for r in res])[m] * support.NEGATION_COEF
     y = (kinds[m] == "support").astype(float)
-    w = fit_logistic(X, y)
-    p = 1.0 / (1.0 + np.exp(-(X @ w[1:] + w[0])))
+    w = fit_logistic(X, y, offset=neg)
+    p = 1.0 / (1.0 + np.exp(-(X @ w[1:] + w[0] + neg)))
     cands = np.unique(np.round(p, 3))
     sup_at = min(t for t in cands if prec_rec(p >= t, y)[0] >= 0.90 and (p >= t).sum() >= 10)
     weak_at = float(np.round(np.quantile(p[y == 1], 0.05), 3))  # 95% of SUPPORT at or above
-    print("COEFS =", tuple(round(float(c), 3) for c in w[1:]))
+    print("FEATURES =", tuple(free) + ("neg_mismatch",))
+    print("COEFS =", tuple(round(float(c), 3) for c in w[1:]) + (support.NEGATION_COEF,))
     print("INTERCEPT =", round(float(w[0]), 3))
     print(f"SUPPORTED_AT = {sup_at}  # precision >= 0.90 on train (a)")
     print(f"WEAK_AT = {weak_at}  # 95% of train SUPPORT pairs at or above")
@@ -283,8 +295,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from ragcli.embed import get_embedder
 
-    emb = CachedEmbedder(get_embedder(), args.cache)
-    pairs, docs = build_pairs(args.data, args.split, args.n, emb)
+    runtime = get_embedder()
+    # hard negatives: whole-abstract embeddings (cached once); scoring: the run-time backend's vectors
+    pairs, docs = build_pairs(args.data, args.split, args.n, CachedEmbedder(runtime, args.cache))
+    backend = getattr(runtime, "backend", "st")
+    emb = CachedEmbedder(runtime, args.cache / backend)
+    print(f"embedder: {runtime.name} ({backend})", file=sys.stderr)
     kinds = np.array([p.kind for p in pairs])
     t0 = time.time()
     res = score_pairs(pairs, docs, emb)

@@ -156,9 +156,12 @@ def _extractive(embedder, question, sources: list[Source], base, timings) -> Ans
     from . import extractive
 
     t = time.perf_counter()
-    text, used = extractive.answer(embedder, question, sources)
+    text, _ = extractive.answer(embedder, question, sources)
+    # the same validation as a model's answer: quoted book text may carry "(p. 45)" or "(Figure 2-35)"
+    checked = citations.validate(text, {s.label for s in sources}, *prompt.reference_maps(sources))
     timings["generation"] = time.perf_counter() - t
-    return Answer(**base, answer=text, status="extractive", citations=used, removed_citations=[],
+    return Answer(**base, answer=checked.text, status="extractive", citations=checked.citations,
+                  removed_citations=checked.removed,
                   sources=sources, timings=timings,
                   notice="no model configured: extractive answer (set one with --model F.gguf or RAGCLI_MODEL)")
 
