@@ -300,7 +300,6 @@ def main(argv: list[str] | None = None) -> int:
     pairs, docs = build_pairs(args.data, args.split, args.n, CachedEmbedder(runtime, args.cache))
     backend = getattr(runtime, "backend", "st")
     emb = CachedEmbedder(runtime, args.cache / backend)
-    print(f"embedder: {runtime.name} ({backend})", file=sys.stderr)
     kinds = np.array([p.kind for p in pairs])
     t0 = time.time()
     res = score_pairs(pairs, docs, emb)
@@ -308,9 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.fit:
         fit(res, kinds)
     ev = evaluate(res, kinds)
+    print(f"embedder: {runtime.name} ({backend})")
     print(render(args.split, args.n, ev, seconds, len(pairs)))
     out = args.out or args.cache / f"support_scifact_{args.split}_{args.n}.json"
-    out.write_text(json.dumps({"split": args.split, "n": args.n, "results": ev,
+    out.write_text(json.dumps({"split": args.split, "n": args.n, "embedder": [runtime.name, backend],
+                               "results": ev,
                                "thresholds": [support.SUPPORTED_AT, support.WEAK_AT],
                                "coefs": list(support.COEFS), "intercept": support.INTERCEPT}, indent=2))
     print(f"wrote {out}", file=sys.stderr)

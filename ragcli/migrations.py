@@ -118,6 +118,13 @@ def m002_vector_codes(conn) -> None:
         rebuild_vector_codes(conn, "passage_vec")
 
 
+@step
+def m003_passages_book_kind(conn) -> None:
+    """Counting a book's passages by kind (`ragcli books`, every search's scope check) read every
+    passage row through the book_id index: 3 s on a 1M-passage corpus. This index covers it."""
+    conn.execute("CREATE INDEX IF NOT EXISTS passages_book_kind ON passages(book_id, kind)")
+
+
 def pending(applied: list[str]) -> list[tuple[str, Callable]]:
     done = set(applied)
     return [(name, fn) for name, fn in STEPS if name not in done]

@@ -25,7 +25,8 @@ CAPTION_RE = re.compile(
 PAGE_NUM_RE = re.compile(r"^(?:page\s+)?([A-Z]?-?\d{1,4}(?:-\d{1,4})?|[ivxlcdm]{1,7})(?:\s+of\s+\d{1,5})?$", re.I)
 PAGE_OF_RE = re.compile(r"\bpage\s+(\d{1,4})\s+of\s+\d{1,5}\b", re.I)  # "Page 2 of 10" inside a header
 ARTICLE_KIND_RE = re.compile(r"^(?:research|review|original|short)\s+(?:article|paper)\s+", re.I)
-NOT_HEADINGS = {"warning", "danger", "note", "caution", "notes", "contents", "table of contents"}
+SENTENCE_WORDS_RE = re.compile(r"\b(?:must|should|shall|will|cannot|can|may|do not|don't|never|always|is|are)\b", re.I)
+NOT_HEADINGS = {"page", "warning", "danger", "note", "caution", "notes", "contents", "table of contents"}
 
 
 @dataclass
@@ -192,9 +193,18 @@ def is_heading(line: Line, body: float) -> bool:
         return False
     if text[0] in "•·▪◦*-–—" or text.count(",") >= 2:  # list bullets, author lists
         return False
-    if re.search(r"\b(warning|danger|caution|note)\b", text, re.I):
+    if re.search(r"\b(warning|danger|caution|note)\b", text, re.I) or text[0] in "“\"'‘(":
         return False
-    return line.size >= body + 1.5 or (line.bold and len(text.split()) <= 10)
+    if line.size >= body + 1.5:
+        return True
+    return line.bold and len(text.split()) <= 10 and not _is_sentence(text)
+
+
+def _is_sentence(text: str) -> bool:
+    """Bold instructions in warning boxes ("Do not move casualty to place padding.") are not headings."""
+    if SENTENCE_WORDS_RE.search(text):
+        return True
+    return text.endswith(".") and len(text.split()) > 3 and not re.match(r"^[\dA-Z]{1,3}[-.]\d", text)
 
 
 def find_figures(pages: list[RawPage]) -> list[Figure]:

@@ -4,7 +4,8 @@ No extra model: the already loaded sentence embedder (all-MiniLM-L6-v2) plus che
 the sentence level (content-word overlap on truncation stems, numbers with their units, negation),
 combined by a small logistic regression fitted on SciFact train (bench/support_scifact.py --fit).
 
-A claim whose number (dose, count, percentage, year) is not in the cited passage is never "supported".
+A claim whose number (dose, count, percentage, year) is not in the cited passage, or whose negation
+differs from the best sentence's, is never "supported". Figures: docs/benchmarks-support.md.
 """
 from __future__ import annotations
 
@@ -124,7 +125,7 @@ def content_terms(text: str) -> list[str]:
     return out
 
 
-def term_weight(stem: str, original: str = "") -> float:
+def term_weight(stem: str) -> float:
     """A fixed IDF stand-in: longer words carry more; identifiers with digits (IL-6, CD4) most."""
     if any(ch.isdigit() for ch in stem):
         return 2.0

@@ -76,7 +76,7 @@ def test_unit_mismatch_is_never_supported(embedder):
     assert bad.number_mismatch and bad.level != "supported"
 
 
-def test_negation_mismatch_lowers_the_score(embedder):
+def test_negation_mismatch_lowers_the_score_and_caps_the_level(embedder):
     plain = score_claim("Loosen the tourniquet only when a medical officer tells you to.",
                         PASSAGE, embedder)
     negated = score_claim("Never loosen the tourniquet, even when a medical officer tells you to.",
