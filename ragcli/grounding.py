@@ -86,7 +86,7 @@ def verify(answer: Answer, model, embedder) -> None:
     claims = [c for c in answer.claims if c.support != "not_factual"]
     if not claims:
         return
-    reply = model.chat(verify_messages(answer, claims), max_tokens=24 * len(claims) + 16,
+    reply = model.chat(verify_messages(answer, claims), max_tokens=40 * len(claims) + 16,
                        grammar=llm.json_verdicts_grammar(len(claims)), temperature=0.0)
     verdicts = llm.parse_verdicts(str(reply), len(claims))
     rejected = {id(c) for c, v in zip(claims, verdicts) if v == "unsupported"}

@@ -163,7 +163,8 @@ CODED_TABLES = ("passage_vec",)
 BLOCK_ROWS = 8192  # rows per vector_codes row
 OVERSAMPLE = 10  # candidates rescored exactly per wanted hit ...
 MIN_CANDIDATES = 400  # ... and at least this many
-PREFILTER = 5000  # rows kept by the hamming pass for the float-query-against-bits pass
+PREFILTER = 2000  # rows kept by the hamming pass (at least; 1 in 200 of the rows scanned) for the
+                  # float-query-against-bits pass. Recall@10 0.997 at 100k and 1M: docs/benchmarks-perf.md
 EXACT_BELOW = 2000  # fewer rows than this: sqlite-vec's exact scan is as fast
 
 
@@ -285,7 +286,7 @@ def quantised_search(conn, vector: np.ndarray, k: int, book_ids: Optional[Sequen
     if not len(scan.ids):
         return []
     want = candidates or max(int(k) * OVERSAMPLE, MIN_CANDIDATES)
-    pre = _smallest(scan.dists, max(PREFILTER, want))
+    pre = _smallest(scan.dists, max(PREFILTER, len(scan.ids) // 200, want))
     signs = np.unpackbits(scan.codes(pre), axis=1, bitorder="little", count=len(q)).astype(np.float32)
     # sum of q over set bits = (q.(2b-1) + sum(q)) / 2; einsum, not BLAS: a threaded BLAS matvec of
     # this size takes 50x longer on a busy 2-core machine
