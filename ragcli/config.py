@@ -52,7 +52,7 @@ def load_file_settings() -> dict:
 @dataclass
 class ModelSettings:
     path: Optional[str] = None
-    n_ctx: int = 4096
+    n_ctx: Optional[int] = None  # None: 4096, capped at the model's trained context
     threads: Optional[int] = None
     gpu_layers: int = 0
     seed: int = 0

@@ -112,8 +112,12 @@ def _import_llama_cpp():
     return llama_cpp
 
 
-def check_model_file(path: Union[str, Path], n_ctx: int) -> dict:
-    """Validate a model file before loading it; returns its header metadata."""
+DEFAULT_CTX = 4096
+
+
+def check_model_file(path: Union[str, Path], n_ctx: Optional[int]) -> dict:
+    """Validate a model file before loading it; returns its header metadata. n_ctx None: no check
+    (the default context is capped at the trained one)."""
     path = Path(path).expanduser()
     if not path.exists():
         raise ModelError(f"model file not found: {path}")
@@ -121,10 +125,10 @@ def check_model_file(path: Union[str, Path], n_ctx: int) -> dict:
         raise ModelError(f"model path is not a file: {path}")
     meta = gguf_metadata(path)
     trained = trained_context(meta)
-    if trained and n_ctx > trained:
+    if trained and n_ctx and n_ctx > trained:
         raise ModelError(
-            f"n_ctx {n_ctx} is larger than the context this model was trained with ({trained}); "
-            f"use --n-ctx {trained} or less"
+            f"context size {n_ctx} is larger than the context this model was trained with ({trained}); "
+            f"use --ctx {trained} or less"
         )
     return meta
 
@@ -157,11 +161,13 @@ class LlamaCppModel:
     shares the system prompt does not re-process it (see `stats["prompt_cached"]`).
     """
 
-    def __init__(self, path: Union[str, Path], n_ctx: int = 4096, n_threads: Optional[int] = None,
+    def __init__(self, path: Union[str, Path], n_ctx: Optional[int] = None, n_threads: Optional[int] = None,
                  n_gpu_layers: int = 0, seed: int = 0, temperature: float = 0.2,
                  verbose: bool = False):
         self.path = Path(path).expanduser()
         meta = check_model_file(self.path, n_ctx)
+        if n_ctx is None:  # not asked for: 4096, or less when the model was trained on less
+            n_ctx = min(DEFAULT_CTX, trained_context(meta) or DEFAULT_CTX)
         llama_cpp = _import_llama_cpp()
         self.seed = seed
         self.temperature = temperature
