@@ -187,7 +187,6 @@ def test_cli_ask_json_without_model(ask_db, tmp_path):
 
 
 def test_cli_ask_with_real_llama_cpp_strips_forced_invalid_citations(ask_db, tmp_path, tiny_gguf):
-    pytest.importorskip("llama_cpp")
     db = tmp_path / "c.db"
     shutil.copy(ask_db, db)
     grammar = tmp_path / "forced.gbnf"
