@@ -135,7 +135,7 @@ def known_names() -> set[str]:
 
 
 @step
-def m003_summaries(conn) -> None:
+def m004_summaries(conn) -> None:
     """Numbered topic summaries (issue 4). Numbers are 1, 2, 3, ... per normalised topic: the schema
     refuses a duplicate and `summary_store.insert_summary` picks the next number inside BEGIN
     IMMEDIATE. Sources are copied (text and hash) so a summary still reads back, and is recognised as

@@ -1,4 +1,4 @@
-"""Every SQL statement of numbered topic summaries (tables from migration m003_summaries).
+"""Every SQL statement of numbered topic summaries (tables from migration m004_summaries).
 
 `insert_summary` is the only writer: it takes the next number of the topic inside one BEGIN IMMEDIATE
 transaction, so two `summary new` running at once on one file get 1 and 2, never 1 and 1 (and

@@ -413,10 +413,10 @@ def test_migration_upgrades_a_file_without_summary_tables(tmp_path):
     c = db.connect(path)
     c.execute("DROP TABLE summary_sources")
     c.execute("DROP TABLE summaries")
-    c.execute("DELETE FROM migrations WHERE name = 'm003_summaries'")
+    c.execute("DELETE FROM migrations WHERE name = 'm004_summaries'")
     c.close()
     c = db.connect(path)
     names = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"summaries", "summary_sources"} <= names
-    assert "m003_summaries" in {r[0] for r in c.execute("SELECT name FROM migrations")}
+    assert "m004_summaries" in {r[0] for r in c.execute("SELECT name FROM migrations")}
     c.close()
