@@ -49,6 +49,9 @@ VARIANTS = {
     "exp-prf3-.5": ("expanded", {}, replace(E, prf_passages=3, prf_weight=0.5)),
     "exp-head.5": ("expanded", {}, replace(E, heading_weight=0.5)),
     "exp-off": ("expanded", {}, replace(E, term_weight=0.0)),
+    "exp-w.1": ("expanded", {}, replace(E, term_weight=0.1)),
+    "exp-w.1-dense.1": ("expanded", {}, replace(E, term_weight=0.1, term_dense_weight=0.1)),
+    "exp-score-w.3": ("expanded", {"fusion": "score"}, replace(E, term_weight=0.3)),
 }
 SETS = {"base": ["lexical", "dense", "hybrid", "expanded"]}
 

@@ -15,9 +15,21 @@ def step(fn: Callable) -> Callable:
     return fn
 
 
+def run_script(conn, sql: str) -> None:
+    """Run statements one by one: executescript() would COMMIT the migration's transaction."""
+    from .db import sqlite3
+
+    statement = ""
+    for line in sql.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            conn.execute(statement)
+            statement = ""
+
+
 @step
 def m001_initial(conn) -> None:
-    conn.executescript(
+    run_script(conn, 
         """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE books (

@@ -27,7 +27,7 @@ def model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens
 
 
 ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="GGUF chat model (or $RAGCLI_MODEL, "
-                                                 "or [model] path in the config file).", show_default=False)]
+                                                 "or the model path in the config file).", show_default=False)]
 CtxOpt = Annotated[Optional[int], typer.Option("--ctx", help="Context size in tokens (default 4096).",
                                                show_default=False)]
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="CPU threads for llama.cpp.", show_default=False)]
