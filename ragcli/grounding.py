@@ -92,7 +92,8 @@ def verify(answer: Answer, model, embedder) -> None:
     rejected = {id(c) for c, v in zip(claims, verdicts) if v == "unsupported"}
     keep = [c for c in answer.claims if id(c) not in rejected]
     draft = answer.answer
-    final = " ".join(c.text + "".join(f" [{lab}]" for lab in c.citations) for c in keep).strip()
+    sentences = split_claims(draft)  # the same split as answer.claims, citations still attached
+    final = " ".join(s for s, c in zip(sentences, answer.claims) if id(c) not in rejected).strip()
     answer.verification = {
         "draft": draft,
         "verdicts": [{"claim": c.text, "verdict": v} for c, v in zip(claims, verdicts)],

@@ -100,13 +100,21 @@ def test_cli_json_claims_and_verify_with_real_llama_cpp(corpus, tmp_path, tiny_g
     grammar.write_text(forced_text_grammar("Nimodipine is given for 21 days [S1]. Bones heal slowly."))
     result = CliRunner().invoke(app, ["ask", "how long is nimodipine given?", "--db", str(db), "--json",
                                       "--model", str(tiny_gguf), "--grammar-file", str(grammar),
-                                      "--no-expand", "--verify", "--ctx", "2048", "--max-tokens", "48"])
+                                      "--no-expand", "--verify", "--ctx", "2048", "--max-tokens", "96"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["claims"], data
     for claim in data["claims"]:
         assert set(claim) >= {"text", "citations", "support", "score", "evidence"}
-    assert data["claims"][0]["citations"] == ["S1"]
-    assert data["claims"][1]["support"] == "no_source"
-    assert set(data["verification"]) >= {"draft", "verdicts", "final"}
-    assert all(v["verdict"] in ("supported", "unsupported", "partial", None) for v in data["verification"]["verdicts"])
+    v = data["verification"]
+    assert v["draft"] == "Nimodipine is given for 21 days [S1]. Bones heal slowly."
+    assert len(v["verdicts"]) == 2  # the random model's verdicts, forced into the JSON shape
+    assert all(x["verdict"] in ("supported", "unsupported", "partial") for x in v["verdicts"])
+    rejected = [x["claim"] for x in v["verdicts"] if x["verdict"] == "unsupported"]
+    assert v["removed_claims"] == rejected and data["answer"] == v["final"]
+    by_text = {c["text"]: c for c in data["claims"]}
+    assert set(by_text) == {"Nimodipine is given for 21 days.", "Bones heal slowly."} - set(rejected)
+    if "Bones heal slowly." in by_text:
+        assert by_text["Bones heal slowly."]["support"] == "no_source"
+    if "Nimodipine is given for 21 days." in by_text:
+        assert by_text["Nimodipine is given for 21 days."]["citations"] == ["S1"]
