@@ -46,18 +46,23 @@ def discover(paths: Iterable[str]) -> list[Path]:
 
 
 def _wanted_in_folder(f: Path) -> bool:
-    """In a folder, a .jsonl is taken only when it is a BEIR corpus (not queries.jsonl beside it)."""
+    """In a folder: every PDF, and a BEIR corpus.jsonl. Text and Markdown files (READMEs, notes,
+    sources of a book) are taken only when named on the command line."""
     suffix = f.suffix.lower()
     if suffix == ".jsonl":
         from . import textdocs
 
         return f.name.lower() == "corpus.jsonl" or textdocs.is_beir_corpus(f)
-    return suffix in SUPPORTED
+    return suffix == ".pdf"
 
 
 def slug(text: str, limit: int = 32) -> str:
+    """A short stable id from a file name, cut at a word boundary: "fm4-25-11-first-aid"."""
     s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return s[:limit].rstrip("-") or "book"
+    if len(s) > limit:
+        cut = s[: limit + 1].rfind("-")
+        s = s[:cut] if cut >= limit // 2 else s[:limit]
+    return s.rstrip("-") or "book"
 
 
 def parse_file(path: Path, password: Optional[str], title: Optional[str],
