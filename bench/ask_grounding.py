@@ -61,18 +61,19 @@ def run(args) -> dict:
         from tinymodel import write_tiny_gguf
 
         path = write_tiny_gguf(Path(tempfile.mkdtemp()) / "tiny.gguf")
-        model, grammar = llm.load_model(path, n_ctx=4096), CITEY
+        model, grammar = llm.load_model(path), CITEY
     elif args.model:
-        model = llm.load_model(args.model, n_ctx=args.ctx)
+        model = llm.load_model(args.model, n_ctx=args.ctx or None)
     stats = {"questions": 0, "status": {}, "citations": 0, "removed": 0, "invalid_in_output": 0,
              "uncited_labels_listed": 0, "timings": {}}
     for q in questions:
         t0 = time.perf_counter()
         opts = ask.AskOptions(book_ids=[args.book] if args.book else None, grammar=grammar,
                               max_tokens=96)
-        answer = ask.ask(conn, embedder, q["question"], model, opts)
+        memo = embed.MemoEmbedder(embedder)  # as `ragcli ask` does: answer and claims share vectors
+        answer = ask.ask(conn, memo, q["question"], model, opts)
         t1 = time.perf_counter()
-        grounding.assess(answer, embedder)
+        grounding.assess(answer, memo)
         t2 = time.perf_counter()
         labels = {s.label for s in answer.sources}
         stats["questions"] += 1
@@ -98,7 +99,7 @@ def main() -> int:
     ap.add_argument("--questions", default=str(ROOT / "bench" / "fm4-25-11-questions.jsonl"))
     ap.add_argument("--model")
     ap.add_argument("--tiny", action="store_true")
-    ap.add_argument("--ctx", type=int, default=4096)
+    ap.add_argument("--ctx", type=int, default=0)
     ap.add_argument("--book")
     ap.add_argument("--limit", type=int, default=0)
     args = ap.parse_args()

@@ -11,6 +11,7 @@ layer fixes what pysbd leaves for ragcli's answers:
 """
 from __future__ import annotations
 
+import functools
 import re
 from functools import lru_cache
 
@@ -105,9 +106,15 @@ def _join_lines(paragraph: str) -> str:
 
 
 def split_sentences_plain(text: str) -> list[str]:
-    """Sentences of a passage (evidence candidates): hard line breaks joined, paragraphs kept apart."""
+    """Sentences of a passage (evidence candidates): hard line breaks joined, paragraphs kept apart.
+    Cached: the extractive answer and the support scorer split the same passages."""
+    return list(_split_plain_cached(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _split_plain_cached(text: str) -> tuple[str, ...]:
     sentences: list[str] = []
     for paragraph in re.split(r"\n\s*\n", text):
         parts = _merge_abbreviations(_segment(_join_lines(paragraph)))
         sentences += [p.strip() for p in parts if p.strip()]
-    return sentences
+    return tuple(sentences)

@@ -320,3 +320,24 @@ def get_embedder(name: str = DEFAULT_MODEL, progress: Optional[Progress] = None)
                 (progress or _stderr)(f"ONNX embedder unavailable ({exc}); using sentence-transformers")
                 _CACHE[key] = SentenceTransformerEmbedder(name)
     return _CACHE[key]
+
+
+class MemoEmbedder:
+    """Remembers the vectors of texts it has embedded (one `ask`: the extractive answer's sentences
+    are the claims the support scorer embeds again). Same protocol as the embedder it wraps."""
+
+    def __init__(self, inner: Embedder, limit: int = 4096):
+        self.inner, self.name, self.dim, self.limit = inner, inner.name, inner.dim, limit
+        self._memo: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        todo = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if todo:
+            if len(self._memo) + len(todo) > self.limit:
+                self._memo.clear()
+                todo = list(dict.fromkeys(texts))
+            for text, vec in zip(todo, self.inner.embed(todo)):
+                self._memo[text] = vec
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._memo[t] for t in texts])

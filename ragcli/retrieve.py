@@ -61,10 +61,10 @@ def rrf(rankings: Sequence[tuple[list[int], float]], k: int = RRF_K) -> dict[int
 
 
 def check_scope(conn, book_ids: Optional[Sequence[str]]) -> None:
-    if not store.list_books(conn):
+    if not store.book_ids_present(conn):
         raise NotFoundError("the corpus is empty: add a book with `ragcli ingest BOOK.pdf`")
     for book_id in book_ids or []:
-        if not store.book_by_id(conn, book_id):
+        if not store.book_ids_present(conn, [book_id]):
             raise NotFoundError(f"no book with id '{book_id}' (see `ragcli books`)")
 
 

@@ -402,3 +402,12 @@ def term_in_corpus(conn, word: str) -> bool:
     row = conn.execute("SELECT 1 FROM passages_fts WHERE passages_fts MATCH ? LIMIT 1",
                        ('"' + word.replace('"', '""') + '"',)).fetchone()
     return row is not None
+
+
+def book_ids_present(conn, ids: Optional[Sequence[str]] = None) -> bool:
+    """Cheap existence check (no passage counts): any book at all, or every one of `ids`."""
+    if not ids:
+        return conn.execute("SELECT 1 FROM books LIMIT 1").fetchone() is not None
+    found = conn.execute(f"SELECT COUNT(*) FROM books WHERE id IN ({','.join('?' * len(ids))})",
+                         list(ids)).fetchone()[0]
+    return found == len(set(ids))

@@ -58,10 +58,11 @@ def ask(
     """Answer a question from the books, citing only passages that were retrieved."""
     from .. import ask as core
     from .. import render
+    from ..embed import MemoEmbedder
 
     conn = open_db(db, create=False)
     core.retrieve.check_scope(conn, book)
-    embedder = embedder_for(conn, embed_model)
+    embedder = MemoEmbedder(embedder_for(conn, embed_model))  # answer and claims share sentence vectors
     chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens)
     opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, max_tokens=settings.max_tokens,
                            show_prompt=show_prompt, grammar=read_grammar(grammar_file))
