@@ -151,3 +151,27 @@ def info_cmd(db: DbOpt = None, json_out: JsonOpt = False) -> None:
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items())
         console().print(f"[bold]{key}[/]: {value}", highlight=False)
+
+
+@app.command()
+@handle_errors
+def reembed(
+    embed_model: Annotated[str, typer.Option("--embed-model", help="The embedding model to use from now on "
+                                             "(sentence-transformers name or path).")],
+    db: DbOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Re-embed every passage with another embedding model (one transaction; nothing changes on failure)."""
+    from .. import embed
+    from ..reembed import reembed as core
+    from ..render import print_json
+
+    conn = open_db(db, create=False)
+    embedder = embed.get_embedder(embed_model)
+    with _progress("re-embedding", json_out) as progress:
+        report = core(conn, embedder, progress)
+    if json_out:
+        print_json(report)
+    else:
+        info(f"re-embedded {report['passages']} passages and {report['terms']} terms with {report['model']} "
+             f"({report['dim']} dimensions)")
