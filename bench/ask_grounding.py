@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 CITEY = r'''root ::= sentence sentence sentence
-sentence ::= word (" " (word | cite)){4,12} "." " "
-word ::= [a-z]{2,8}
-cite ::= "[S" [1-9] [0-9]? "]" | "[F" [1-5] "]" | "(p. " [1-9] [0-9]? ")" | "[" [1-9] "]" | "[Source " [1-9] "]" | "[S" [1-9] ", S" [1-9] [0-9]? "]"
+sentence ::= word " " cite (" " (word | cite)){2,6} "." " "
+word ::= [a-z]{2,6}
+cite ::= "[S" [1-9] "]" | "[S1" [0-9] "]" | "[F" [1-5] "]" | "(p. " [1-9] [0-9]? ")" | "[" [1-9] "]" | "[Source " [1-9] "]" | "[S" [1-9] ", S" [1-9] [0-9]? "]"
 '''
 MARK = re.compile(r"\[[^\]]*\]|\([^)]*\)|【[^】]*】")
 
@@ -69,7 +69,7 @@ def run(args) -> dict:
     for q in questions:
         t0 = time.perf_counter()
         opts = ask.AskOptions(book_ids=[args.book] if args.book else None, grammar=grammar,
-                              max_tokens=96)
+                              max_tokens=200)
         memo = embed.MemoEmbedder(embedder)  # as `ragcli ask` does: answer and claims share vectors
         answer = ask.ask(conn, memo, q["question"], model, opts)
         t1 = time.perf_counter()

@@ -65,8 +65,8 @@ def assess(answer: Answer, embedder, verify_model: Optional[object] = None) -> A
     return answer
 
 
-VERIFY_SYSTEM = """You check an answer against its sources. For each numbered claim, say "supported" only if
-the quoted source passages state it; otherwise "unsupported". Reply with the JSON array only."""
+VERIFY_TASK = """TASK: check each numbered claim of a draft answer against the passages it cites. Say
+"supported" only if the passages state it, "partial" if they state part of it, else "unsupported"."""
 
 
 def verify_messages(answer: Answer, claims: list[Claim]) -> list[dict]:
@@ -75,8 +75,10 @@ def verify_messages(answer: Answer, claims: list[Claim]) -> list[dict]:
     for i, c in enumerate(claims, 1):
         cited = "\n".join(f"  [{lab}] {by_label[lab].hit.text}" for lab in c.citations if lab in by_label)
         lines.append(f"Claim {i}: {c.text}\n{cited or '  (no source cited)'}")
-    return [{"role": "system", "content": VERIFY_SYSTEM},
-            {"role": "user", "content": "\n\n".join(lines)}]
+    from .prompt import SYSTEM_PROMPT  # shared by every call, so its tokens stay in llama.cpp's cache
+
+    return [{"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": VERIFY_TASK + "\n\n" + "\n\n".join(lines)}]
 
 
 def verify(answer: Answer, model, embedder) -> None:
@@ -104,3 +106,6 @@ def verify(answer: Answer, model, embedder) -> None:
         answer.answer = final
         answer.claims = keep
         answer.citations = [lab for lab in answer.citations if any(lab in c.citations for c in keep)]
+    if not answer.citations:
+        answer.status = "unsupported"
+        answer.notice = "verification rejected every cited claim; the draft is kept in the JSON output"

@@ -7,18 +7,22 @@ from typing import Callable
 
 from .types import Hit, Source
 
-SYSTEM_PROMPT = """You answer questions using ONLY the numbered context passages provided by the user.
-Rules:
-- Every factual sentence must end with the label of the passage that supports it, e.g. [S1] or [F2].
-- Cite ONLY labels that appear in the CONTEXT block ({labels}). Never invent labels, page numbers,
-  section titles or sources, and never cite from memory.
-- If the context does not contain the answer, say exactly: "The provided passages do not answer this."
-- If passages disagree, say so and cite both sides.
-- Be concise: a few sentences, plain language, no preamble."""
+# One system prompt for every call (rewrite, answer, summary, verify): llama.cpp keeps the KV cache of
+# the previous prompt, so each call after the first re-uses these tokens instead of evaluating them again.
+SYSTEM_PROMPT = """You are ragcli, an assistant that works ONLY from numbered passages of the user's books,
+given in a CONTEXT block as [S1], [S2], ... (book passages) and [F1], [F2], ... (figures).
+Rules for every task:
+- Cite ONLY labels that appear in the CONTEXT block. Never invent labels, page numbers, section titles
+  or sources, and never answer from memory.
+- Answering: every factual sentence ends with the label of the passage that supports it, e.g. [S1].
+  If the context does not contain the answer, say exactly: "The provided passages do not answer this."
+  If passages disagree, say so and cite both sides. Be concise: a few sentences, no preamble.
+- Summarising: 2 to 5 short sections, each a line "## Heading" then bullet lines "- ", every bullet
+  ending with its label. No preamble and no closing remarks.
+- Rewriting a question for search: one short line in the book's own vocabulary, nothing else.
+- Checking claims: reply with the JSON array asked for, nothing else."""
 
-REWRITE_SYSTEM = """You rewrite a reader's question into the vocabulary of the book being asked, so that a
-search finds the right passages. Use the book's own terms where they fit. Output one short line: the
-rewritten question only, nothing else."""
+ANSWER_INSTRUCTION = "Answer the QUESTION with a citation label after each sentence."
 
 TRUNCATION_NOTE = " […passage cut here to fit the model's context window]"
 
@@ -61,53 +65,58 @@ def source_block(source: Source, text: str | None = None) -> str:
     return f"{source_header(source)}\n{body}"
 
 
-def user_message(question: str, blocks: list[str]) -> str:
+def user_message(question: str, blocks: list[str], labels: str = "",
+                 instruction: str = ANSWER_INSTRUCTION) -> str:
     context = "\n\n".join(blocks)
-    return f"CONTEXT:\n{context}\n\nQUESTION: {question}\n\nAnswer with a citation label after each sentence."
+    return (f"CONTEXT:\n{context}\n\nLabels you may cite: {labels or 'none'}\n\n"
+            f"QUESTION: {question}\n\n{instruction}")
 
 
-def build(question: str, sources: list[Source], count_tokens: Callable[[str], int], budget: int) -> Prompt:
+def build(question: str, sources: list[Source], count_tokens: Callable[[str], int], budget: int,
+          instruction: str = ANSWER_INSTRUCTION) -> Prompt:
     """Fit the labelled context into `budget` prompt tokens: drop the lowest-ranked sources first; cut
     the text of the last one only when even the best source does not fit, and say so in the prompt."""
     kept = list(sources)
+    system_tokens = count_tokens(SYSTEM_PROMPT) + 16
+
+    def user(blocks: list[str]) -> str:
+        return user_message(question, blocks, ", ".join(f"[{s.label}]" for s in kept), instruction)
+
     while True:
-        labels = ", ".join(f"[{s.label}]" for s in kept) or "none"
-        system = SYSTEM_PROMPT.format(labels=labels)
         blocks = [source_block(s) for s in kept]
-        total = count_tokens(system) + count_tokens(user_message(question, blocks)) + 16
+        total = system_tokens + count_tokens(user(blocks))
         if total <= budget or len(kept) <= 1:
             break
         kept.pop()  # the lowest-ranked source goes first
     truncated: list[str] = []
     if total > budget and kept:
-        blocks, total = _cut_to_fit(question, system, kept, count_tokens, budget)
+        blocks = [_cut_to_fit(kept[0], lambda b: system_tokens + count_tokens(user([b])) <= budget)]
+        total = system_tokens + count_tokens(user(blocks))
         truncated = [kept[0].label]
-    messages = [{"role": "system", "content": system},
-                {"role": "user", "content": user_message(question, blocks)}]
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user(blocks)}]
     return Prompt(messages, kept, sources[len(kept):], truncated, total)
 
 
-def _cut_to_fit(question, system, kept, count_tokens, budget):
-    source = kept[0]
+def _cut_to_fit(source: Source, fits: Callable[[str], bool]) -> str:
+    """The source's block with the longest prefix of its text that fits, marked as cut."""
     words = source.hit.text.split()
     lo, hi = 0, len(words)
-    while lo < hi:  # the longest prefix that fits
+    while lo < hi:
         mid = (lo + hi + 1) // 2
-        block = source_block(source, " ".join(words[:mid]) + TRUNCATION_NOTE)
-        if count_tokens(system) + count_tokens(user_message(question, [block])) + 16 <= budget:
+        if fits(source_block(source, " ".join(words[:mid]) + TRUNCATION_NOTE)):
             lo = mid
         else:
             hi = mid - 1
-    block = source_block(source, " ".join(words[:lo]) + TRUNCATION_NOTE)
-    return [block], count_tokens(system) + count_tokens(user_message(question, [block])) + 16
+    return source_block(source, " ".join(words[:lo]) + TRUNCATION_NOTE)
 
 
 def rewrite_messages(question: str, book_titles: list[str], terms: list[str]) -> list[dict]:
     books = "; ".join(book_titles) or "the books in the corpus"
     vocab = ", ".join(terms[:15]) or "(none found)"
-    user = (f"Book(s): {books}\nTerms used in the book near this question: {vocab}\n"
+    user = (f"TASK: rewrite the question below for a search of the book(s) {books}, using the book's own "
+            f"terms where they fit.\nTerms used in the book near this question: {vocab}\n"
             f"Question: {question}\nRewritten question:")
-    return [{"role": "system", "content": REWRITE_SYSTEM}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
 def reference_maps(sources: list[Source]) -> tuple[dict, dict, dict]:

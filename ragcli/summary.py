@@ -31,17 +31,9 @@ EXTRACTIVE_SENTENCES = 8
 PER_SOURCE = 2  # an extractive summary takes at most this many sentences from one passage
 EXTRACTIVE_NOTICE = "extractive summary: no model configured (set one with --model F.gguf or RAGCLI_MODEL)"
 
-SUMMARY_SYSTEM = """You write a short structured summary of a topic using ONLY the numbered context passages
-provided by the user.
-Rules:
-- Use 2 to 5 short sections. Start each with a heading line "## Heading", then bullet points "- ".
-- Every bullet must end with the label of the passage that supports it, e.g. [S1] or [F2].
-- Cite ONLY labels that appear in the CONTEXT block ({labels}). Never invent labels, page numbers,
-  section titles or sources, and never cite from memory.
-- If the context says nothing about the topic, say exactly: "The provided passages do not answer this."
-- If passages disagree, say so and cite both sides.
-- No preamble and no closing remarks."""
-INSTRUCTION = "Write a structured summary of what the passages say about: {topic}"
+INSTRUCTION = (
+    "Summarise what the passages say about: {topic}. Use 2 to 5 sections, each a \"## Heading\" line "
+    "then \"- \" bullets, every bullet ending with its citation label.")
 
 _STRIP_AT_ENDS = ("Po", "Pi", "Pf", "Pd", "Pc", "Zs")  # brackets only in pairs: "sah (sah)" stays
 _PAIRS = {"(": ")", "[": "]", "{": "}"}
@@ -150,14 +142,12 @@ def _generated(model, topic: str, sources: list[Source], opts: SummaryOptions, o
 
 
 def summary_messages(model, topic: str, sources: list[Source], max_tokens: int):
-    """`prompt.build`'s labelled context (fitted to the window) under the summary system prompt.
-    The budget is reduced by how much longer the summary system prompt is than ask's."""
+    """`prompt.build`'s labelled context, fitted to the window, with the summary instruction (the
+    system prompt is the one every call shares)."""
     budget = model.context_size - max_tokens - ask.ANSWER_TOKENS_RESERVE
-    longer = max(0, model.count_tokens(SUMMARY_SYSTEM) - model.count_tokens(prompt.SYSTEM_PROMPT))
-    p = prompt.build(INSTRUCTION.format(topic=topic), sources, model.count_tokens, budget - longer)
-    labels = ", ".join(f"[{s.label}]" for s in p.sources) or "none"
-    system = {"role": "system", "content": SUMMARY_SYSTEM.format(labels=labels)}
-    return [system] + [m for m in p.messages if m["role"] != "system"], p.sources
+    p = prompt.build(topic, sources, model.count_tokens, budget,
+                     instruction=INSTRUCTION.format(topic=topic))
+    return p.messages, p.sources
 
 
 def source_record(source: Source, cited: bool) -> dict:

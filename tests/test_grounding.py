@@ -103,7 +103,6 @@ def test_cli_json_claims_and_verify_with_real_llama_cpp(corpus, tmp_path, tiny_g
                                       "--no-expand", "--verify", "--ctx", "2048", "--max-tokens", "96"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["claims"], data
     for claim in data["claims"]:
         assert set(claim) >= {"text", "citations", "support", "score", "evidence"}
     v = data["verification"]
@@ -118,3 +117,6 @@ def test_cli_json_claims_and_verify_with_real_llama_cpp(corpus, tmp_path, tiny_g
         assert by_text["Bones heal slowly."]["support"] == "no_source"
     if "Nimodipine is given for 21 days." in by_text:
         assert by_text["Nimodipine is given for 21 days."]["citations"] == ["S1"]
+        assert data["status"] == "answered"
+    else:
+        assert data["status"] == "unsupported" and data["citations"] == []

@@ -94,17 +94,18 @@ def open_db(db: Optional[str], create: bool = True):
     return dbmod.connect(config.db_path(db), create=create)
 
 
-def embedder_for(conn, name: Optional[str] = None, quiet: bool = False):
-    """The embedder the corpus was built with (or the one asked for), loaded once, with a spinner."""
+def embedder_for(conn, name: Optional[str] = None, quiet: bool = False, bulk: bool = False):
+    """The embedder the corpus was built with (or the one asked for), loaded once, with a spinner.
+    bulk=True: the ingest variant (int8 weights for the default model)."""
     from .. import embed, store
 
     recorded = store.embedding_model(conn)
     name = name or (recorded[0] if recorded else embed.DEFAULT_MODEL)
     store.check_embedding(conn, name)
     if quiet or not sys.stderr.isatty():
-        return embed.get_embedder(name)
+        return embed.get_embedder(name, bulk=bulk)
     with console(stderr=True).status(f"loading embedding model {name}", spinner="dots"):
-        return embed.get_embedder(name)
+        return embed.get_embedder(name, bulk=bulk)
 
 
 def run(app_: typer.Typer) -> None:

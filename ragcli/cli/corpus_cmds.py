@@ -35,7 +35,7 @@ def ingest(
     if len(missing) == len(files):  # nothing to do: do not create or open the corpus
         raise InputError(f"{missing[0]}: no such file" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
     conn = open_db(db)
-    embedder = embedder_for(conn, embed_model)
+    embedder = embedder_for(conn, embed_model, bulk=True)
     results = []
     for path in files:
         try:
@@ -167,7 +167,7 @@ def reembed(
     from ..render import print_json
 
     conn = open_db(db, create=False)
-    embedder = embed.get_embedder(embed_model)
+    embedder = embed.get_embedder(embed_model, bulk=True)
     with _progress("re-embedding", json_out) as progress:
         report = core(conn, embedder, progress)
     if json_out:
