@@ -142,7 +142,7 @@ def _generate(model, question, sources, base, timings, opts, on_text) -> Answer:
     if p.dropped:
         notice = f"{len(p.dropped)} lower-ranked passage(s) left out to fit the model's context window"
     return Answer(**base, answer=text, status=status, citations=list(stream.citations),
-                  removed_citations=list(stream.removed), sources=p.sources + p.dropped,
+                  removed_citations=list(stream.removed), sources=p.sources,
                   model=getattr(model, "params", None), timings=timings,
                   prompt=_render_prompt(p.messages) if opts.show_prompt else None, notice=notice)
 
