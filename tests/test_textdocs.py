@@ -85,14 +85,16 @@ def test_text_without_headings_and_binary_refused(tmp_path):
         textdocs.parse(empty)
 
 
-def test_discover_takes_corpus_jsonl_but_not_queries(tmp_path):
+def test_discover_takes_corpus_jsonl_but_not_queries_or_notes(tmp_path):
     for name in ("corpus.jsonl", "queries.jsonl", "a.txt", "b.md", "c.csv"):
         (tmp_path / name).write_text('{"_id": "q1", "text": "x"}\n' if name == "corpus.jsonl"
                                      else '{"_id": "q1", "text": "y", "metadata": {}}\n' if name == "queries.jsonl"
                                      else "text\n")
     (tmp_path / "queries.jsonl").write_text('{"question": "q", "pages": [1]}\n')
     found = sorted(p.name for p in ingest.discover([str(tmp_path)]))
-    assert found == ["a.txt", "b.md", "corpus.jsonl"]
+    assert found == ["corpus.jsonl"]  # in a folder: PDFs and a BEIR corpus, not notes or READMEs
+    named = ingest.discover([str(tmp_path / "a.txt"), str(tmp_path / "b.md")])
+    assert [p.name for p in named] == ["a.txt", "b.md"]  # text files are taken when named
 
 
 def test_ingest_beir_and_markdown_through_the_pipeline(tmp_path):
