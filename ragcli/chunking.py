@@ -21,6 +21,15 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def file_sha256(path) -> str:
+    """A file's sha256, read in 1 MiB blocks (a book is recognised by it)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def _units(section: Section) -> list[tuple[int, str]]:
     """Sentences with their page; very long sentences are cut into MAX_WORDS pieces."""
     units = []

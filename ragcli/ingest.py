@@ -142,10 +142,8 @@ def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term
 
 
 def _file_hash(path: Path) -> str:
-    from .pdf import file_sha256
-
     try:
-        return file_sha256(path)
+        return chunking.file_sha256(path)
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror})") from exc
 

@@ -7,13 +7,13 @@ found by font size and weight, or else one per page.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
+from .chunking import file_sha256
 from .errors import InputError
 from .types import Figure, Page, ParsedBook, Section
 
@@ -57,14 +57,6 @@ class RawPage:
     blocks: list[Block]
     images: list[tuple[float, float, float, float]] = field(default_factory=list)
     pdf_label: str = ""
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def open_pdf(path: Path, password: Optional[str] = None):

@@ -14,12 +14,12 @@ How documents map onto ragcli's book model:
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
 from typing import Iterator, Optional
 
+from .chunking import file_sha256
 from .errors import InputError
 from .types import Page, ParsedBook, Section
 
@@ -28,14 +28,6 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 CORPUS_SUFFIXES = (".jsonl",)
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _TXT_HEADING = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+[A-Z][^.!?]{1,70}|[A-Z][A-Z0-9 ,;:'&()/-]{2,70})$")
-
-
-def file_hash(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _read_text(path: Path) -> str:
@@ -101,7 +93,7 @@ def parse_beir(path: Path, title: Optional[str] = None) -> ParsedBook:
                                     paragraphs=[(number, body)]))
     if not pages:
         raise InputError(f"{path}: the corpus has no documents")
-    return ParsedBook(title or corpus_title(path), pages, sections, [], str(path), file_hash(path))
+    return ParsedBook(title or corpus_title(path), pages, sections, [], str(path), file_sha256(path))
 
 
 # -- .txt / .md ----------------------------------------------------------------------------------
@@ -145,7 +137,7 @@ def parse_text(path: Path, title: Optional[str] = None) -> ParsedBook:
         raise InputError(f"{path}: the file has no text")
     book_title = title or _first_title(text, markdown) or path.stem
     sections = _text_sections(raw_pages, markdown)
-    return ParsedBook(book_title, pages, sections, [], str(path), file_hash(path))
+    return ParsedBook(book_title, pages, sections, [], str(path), file_sha256(path))
 
 
 def _first_title(text: str, markdown: bool) -> str:
