@@ -52,6 +52,11 @@ VARIANTS = {
     "exp-w.1": ("expanded", {}, replace(E, term_weight=0.1)),
     "exp-w.1-dense.1": ("expanded", {}, replace(E, term_weight=0.1, term_dense_weight=0.1)),
     "exp-score-w.3": ("expanded", {"fusion": "score"}, replace(E, term_weight=0.3)),
+    "hybrid-page": ("hybrid", {"group_by": "page"}, None),
+    "hybrid-section": ("hybrid", {"group_by": "section"}, None),
+    "exp-page": ("expanded", {"group_by": "page"}, E),
+    "exp-section": ("expanded", {"group_by": "section"}, E),
+    "hybrid-page-k20": ("hybrid", {"group_by": "page", "rrf_k": 20}, None),
 }
 SETS = {"base": ["lexical", "dense", "hybrid", "expanded"]}
 

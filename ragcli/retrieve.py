@@ -100,10 +100,12 @@ def fuse(lex: list, dense: list, fusion: str, rrf_k: int, leg_weights: dict[str,
 def search(conn, embedder, query: str, *, k: int = 10, mode: str = "hybrid",
            book_ids: Optional[Sequence[str]] = None, extra: Sequence[Query] = (),
            depth: int = 50, fusion: str = "rrf", rrf_k: int = RRF_K,
-           leg_weights: Optional[dict[str, float]] = None) -> SearchResult:
+           leg_weights: Optional[dict[str, float]] = None, group_by: Optional[str] = None) -> SearchResult:
     """Hybrid by default. `extra` queries (expansions) join the fusion with their own weights;
     `leg_weights` ({"lexical": w, "dense": w}) weight whole legs; `fusion` is rrf (ranks, with
-    constant `rrf_k`) or score (min-max normalised scores, weighted sum)."""
+    constant `rrf_k`) or score (min-max normalised scores, weighted sum). `group_by` (page |
+    section) collapses each ranked list to its best passage per page/section before fusion
+    ("MaxP"): the unit ranked is then the page/section, one hit each."""
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
     if not query.strip():
@@ -116,6 +118,12 @@ def search(conn, embedder, query: str, *, k: int = 10, mode: str = "hybrid",
         if mode in ("hybrid", "lexical") else ([], {})
     dense_lists, dense_scores = _dense_leg(conn, embedder, queries, depth, book_ids, timings) \
         if mode in ("hybrid", "dense") else ([], {})
+    if group_by:
+        lex_lists, dense_lists = collapse_lists(conn, lex_lists, dense_lists, group_by)
+        lex_scores, dense_scores = {}, {}
+        for lists, target in ((lex_lists, lex_scores), (dense_lists, dense_scores)):
+            if lists and lists[0][1] == queries[0].weight:
+                _keep_first(target, lists[0][0])
     fused = fuse(lex_lists, dense_lists, fusion, rrf_k, leg_weights or {})
     top = sorted(fused, key=lambda pid: -fused[pid])[:k]
     if extra:
@@ -177,3 +185,44 @@ def keep_original(top: list[int], fused: dict[int, float], original: list, k: in
     removable = [pid for pid in reversed(top) if pid not in pinned][: len(missing)]
     kept = [pid for pid in top if pid not in removable] + missing
     return sorted(kept, key=lambda pid: -fused.get(pid, 0.0))
+
+
+GROUPS = {"page": "p.book_id, p.page_start", "section": "p.book_id, p.section_path"}
+
+
+def group_keys(conn, ids: Sequence[int], group_by: str) -> dict[int, tuple]:
+    """Passage id -> its page (book, first page) or section (book, section path)."""
+    if group_by not in GROUPS:
+        raise UsageError(f"unknown group_by '{group_by}' ({' | '.join(GROUPS)})")
+    out: dict[int, tuple] = {}
+    ids = list(ids)
+    for start in range(0, len(ids), 900):
+        chunk = ids[start:start + 900]
+        rows = conn.execute(f"SELECT p.id, {GROUPS[group_by]} FROM passages p WHERE p.id IN "
+                            f"({','.join('?' * len(chunk))})", chunk).fetchall()
+        out.update((r[0], tuple(r[1:])) for r in rows)
+    return out
+
+
+def collapse_lists(conn, lex: list, dense: list, group_by: str) -> tuple[list, list]:
+    """Each ranked list keeps its best passage per group (MaxP), named by one representative per
+    group across all lists (the passage with the best rank in any list; ties: the earlier list)."""
+    lists = lex + dense
+    keys = group_keys(conn, {pid for ranked, _ in lists for pid, _ in ranked}, group_by)
+    best: dict[tuple, tuple[int, int]] = {}
+    for ranked, _ in lists:
+        for rank, (pid, _) in enumerate(ranked):
+            key = keys.get(pid, (pid,))
+            if key not in best or rank < best[key][0]:
+                best[key] = (rank, pid)
+
+    def one(ranked):
+        seen, out = set(), []
+        for pid, score in ranked:
+            key = keys.get(pid, (pid,))
+            if key not in seen:
+                seen.add(key)
+                out.append((best[key][1], score))
+        return out
+
+    return [(one(r), w) for r, w in lex], [(one(r), w) for r, w in dense]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcli import db, summary, summary_store
+from ragcli import db, prompt, summary, summary_store
 from ragcli.errors import NotFoundError, UsageError
 from ragcli.llm import FakeChatModel, forced_text_grammar
 
@@ -198,7 +198,7 @@ def test_unknown_book_is_an_error(conn, embedder):
 def test_generation_with_fake_model_validates_citations(conn, embedder):
     reply = ("## Rupture\n- Rupture causes subarachnoid hemorrhage [S1]. Invented [S99].\n"
              "## Treatment\n- Clipping or coiling is used (S2, Source 3). See Ref 4.\n")
-    fake = FakeChatModel(lambda m: reply if "structured summary" in m[0]["content"] else "aneurysm rupture")
+    fake = FakeChatModel(lambda m: reply if "Summarise what the passages say" in m[-1]["content"] else "aneurysm rupture")
     s = summary.new(conn, embedder, "aneurysms", fake, summary.SummaryOptions(max_tokens=300))
     assert len(fake.calls) == 2 and s.params["expanded_query"] == "aneurysm rupture"  # rewrite, then summary
     assert s.number == 1 and s.kind == "generated"
@@ -210,9 +210,10 @@ def test_generation_with_fake_model_validates_citations(conn, embedder):
     call = fake.calls[-1]
     system, user = call["messages"][0]["content"], call["messages"][1]["content"]
     assert call["stream"] and call["max_tokens"] == 300
-    assert system.startswith("You write a short structured summary")
-    assert all(f"[{src['label']}]" in system and f"[{src['label']}]" in user for src in s.sources)
-    assert "QUESTION: Write a structured summary of what the passages say about: aneurysms" in user
+    assert system == prompt.SYSTEM_PROMPT  # shared by every call: llama.cpp re-uses its KV cache
+    labels_line = user.split("Labels you may cite: ")[1].split("\n")[0]
+    assert all(f"[{src['label']}]" in labels_line and f"[{src['label']}]" in user for src in s.sources)
+    assert "Summarise what the passages say about: aneurysms" in user
     assert not any(c.text.startswith("#") or c.text in ("Rupture", "Treatment") for c in s.claims)
     back = summary.get(conn, "Aneurysms", 1)
     assert back.text == s.text and back.removed_citations == s.removed_citations
