@@ -80,7 +80,7 @@ def child(mode: str, pdf: Path) -> dict:
 
         with tempfile.TemporaryDirectory() as tmp:
             conn = db.connect(Path(tmp) / "corpus.db")
-            embedder = embed.get_embedder()
+            embedder = embed.get_embedder(bulk=True)  # as `ragcli ingest`
             sampler.phase = "model loaded"
             result = ingest.ingest_file(conn, pdf, embedder, progress=progress)
             extra = {"pages": result.pages, "passages": result.passages, "timings": result.timings}

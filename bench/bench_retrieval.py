@@ -33,6 +33,7 @@ VARIANTS = {
     "dense": ("dense", {}, None),
     "hybrid": ("hybrid", {}, None),
     "expanded": ("expanded", {}, E),
+    "exp-norr": ("expanded", {}, replace(E, rerank_top=0)),
     "hybrid-k20": ("hybrid", {"rrf_k": 20}, None),
     "hybrid-k100": ("hybrid", {"rrf_k": 100}, None),
     "hybrid-lex1.5": ("hybrid", {"leg_weights": {"lexical": 1.5}}, None),
@@ -56,9 +57,21 @@ VARIANTS = {
     "hybrid-section": ("hybrid", {"group_by": "section"}, None),
     "exp-page": ("expanded", {"group_by": "page"}, E),
     "exp-section": ("expanded", {"group_by": "section"}, E),
+    "exp-rr10": ("expanded", {}, replace(E, rerank_top=10)),
+    "exp-rr10-t0": ("expanded", {}, replace(E, rerank_top=10, rerank_terms=0.0)),
+    "exp-rr10-.4": ("expanded", {}, replace(E, rerank_top=10, rerank_dense=0.4)),
+    "exp-rr10-.3-t.2": ("expanded", {}, replace(E, rerank_top=10, rerank_dense=0.3, rerank_terms=0.2)),
+    "exp-rr10-.5-t.2": ("expanded", {}, replace(E, rerank_top=10, rerank_dense=0.5, rerank_terms=0.2)),
+    "exp-rr10-.5": ("expanded", {}, replace(E, rerank_top=10, rerank_dense=0.5)),
+    "exp-rr5": ("expanded", {}, replace(E, rerank_top=5)),
+    "exp-rr20": ("expanded", {}, replace(E, rerank_top=20)),
+    "exp-fb3": ("expanded", {}, replace(E, feedback=3)),
+    "exp-fb3-.5": ("expanded", {}, replace(E, feedback=3, feedback_beta=0.5)),
+    "exp-fb5": ("expanded", {}, replace(E, feedback=5)),
+    "exp-fb3-norr": ("expanded", {}, replace(E, feedback=3, rerank_top=0)),
     "hybrid-page-k20": ("hybrid", {"group_by": "page", "rrf_k": 20}, None),
 }
-SETS = {"base": ["lexical", "dense", "hybrid", "expanded"]}
+SETS = {"base": ["lexical", "dense", "hybrid", "exp-norr", "expanded"]}
 
 
 def build(db_path: Path, files: list[Path], ids: list[str | None]) -> None:
@@ -96,15 +109,15 @@ def run_set(db_path: Path, queries, names: list[str], depth: int, scope=None) ->
     return report
 
 
-def nfcorpus(data: Path, cache: Path, names: list[str], limit: int) -> dict:
+def nfcorpus(data: Path, cache: Path, names: list[str], limit: int, split: str = "test") -> dict:
     db_path = cache / "nfcorpus.db"
     if not db_path.exists():
         print("building the NFCorpus corpus (once)", file=sys.stderr)
         build(db_path, [data / "nfcorpus" / "corpus.jsonl"], ["nfcorpus"])
-    queries = evaluate.load_queries(data / "nfcorpus" / "queries.jsonl", data / "nfcorpus" / "qrels" / "test.tsv")
+    queries = evaluate.load_queries(data / "nfcorpus" / "queries.jsonl", data / "nfcorpus" / "qrels" / f"{split}.tsv")
     queries = queries[:limit] if limit else queries
     report = run_set(db_path, queries, names, 300)
-    print(f"\nNFCorpus test, {report.queries} queries (anchors: "
+    print(f"\nNFCorpus {split}, {report.queries} queries (anchors: "
           + ", ".join(f"{k} {v}" for k, v in ANCHORS.items()) + ")")
     _print(report, ["ndcg@10", "recall@10", "recall@100", "mrr@10"])
     return _data(report)
@@ -145,6 +158,7 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "ragcli-bench")
     ap.add_argument("--only", choices=["nfcorpus", "fm"])
     ap.add_argument("--variants", default="base", help="'base', 'all', or comma-separated names")
+    ap.add_argument("--split", default="test", help="NFCorpus qrels split: test | dev (tune on dev)")
     ap.add_argument("--limit", type=int, default=0, help="first N queries only (quick looks)")
     ap.add_argument("--out", type=Path, help="write every figure (and per-query rows) as JSON")
     ap.add_argument("--list", action="store_true")
@@ -161,7 +175,7 @@ def main() -> int:
     args.cache.mkdir(parents=True, exist_ok=True)
     out = {}
     if args.only in (None, "nfcorpus"):
-        out["nfcorpus"] = nfcorpus(args.data, args.cache, names, args.limit)
+        out["nfcorpus"] = nfcorpus(args.data, args.cache, names, args.limit, args.split)
     if args.only in (None, "fm"):
         out["fm"] = fm(args.data, args.cache, names, args.limit)
     if args.out:

@@ -41,6 +41,11 @@ class ExpansionOptions:
     prf_passages: int = 0  # pseudo-relevance feedback: first-pass top passages as a dense query
     prf_weight: float = 0.3
     heading_weight: float = 0.0  # question words matched against section headings only (0: off)
+    feedback: int = 0  # relevance feedback (Rocchio): the question's vector + feedback_beta x the
+    feedback_beta: float = 1.0  # mean vector of the first pass's top N passages replaces it (0: off)
+    rerank_top: int = 10  # re-order the first N fused hits by a convex combination (0: off) of
+    rerank_dense: float = 0.5  # ... the question's cosine to each passage,
+    rerank_terms: float = 0.1  # ... the chosen terms' cosine to it, and the fused score (the rest)
 
 
 DEFAULTS = ExpansionOptions()
@@ -167,11 +172,94 @@ def search(conn, embedder, question: str, *, k: int = 10, book_ids: Optional[Seq
         text = " ".join(h.text for h in first.hits)
         if text:
             extra.append(Query(text, options.prf_weight, ("dense",)))
+    vector, pinned = None, []
+    if options.feedback > 0:
+        vector, pinned = _feedback(conn, embedder, question, k, book_ids, depth, options, search_options)
     result = retrieve.search(conn, embedder, question, k=k, mode="hybrid", book_ids=book_ids,
-                             depth=depth, extra=extra, **search_options)
+                             depth=depth, extra=extra, query_vector=vector, **search_options)
+    if pinned:
+        result.hits = keep_pinned(result.hits, pinned, k)
     if options.heading_weight > 0:
         result = _with_headings(conn, result, question, book_ids, depth, options.heading_weight)
+    if options.rerank_top > 1:
+        result = rerank(conn, embedder, result, question, exp.terms, options)
     result.expansions = exp.terms
+    return result
+
+
+def _feedback(conn, embedder, question: str, k: int, book_ids, depth: int, options: ExpansionOptions,
+              search_options: dict) -> tuple[Optional[np.ndarray], list]:
+    """A plain hybrid first pass -> (the Rocchio vector, the hits the question's own lists rank
+    first: they must stay in the final top k, as retrieve.keep_original promises)."""
+    first = retrieve.search(conn, embedder, question, k=max(options.feedback, (k + 1) // 2),
+                            mode="hybrid", book_ids=book_ids, depth=depth, **search_options)
+    ids = [h.passage_id for h in first.hits[: options.feedback]]
+    vecs = passage_vectors(conn, ids)
+    qvec = embedder.embed([question])[0]
+    if not vecs:
+        return None, first.hits[: (k + 1) // 2]
+    v = qvec + options.feedback_beta * np.mean(np.stack(list(vecs.values())), axis=0)
+    return (v / np.linalg.norm(v)).astype(np.float32), first.hits[: (k + 1) // 2]
+
+
+def keep_pinned(hits: list, pinned: list, k: int) -> list:
+    """Pinned hits missing from the top k replace its lowest-ranked other hits (in pinned order);
+    those move down to just below the top k."""
+    top, ids = hits[:k], {h.passage_id for h in hits[:k]}
+    missing = [h for h in pinned if h.passage_id not in ids]
+    if not missing:
+        return hits
+    keep_ids = {h.passage_id for h in pinned}
+    removable = [h.passage_id for h in reversed(top) if h.passage_id not in keep_ids][: len(missing)]
+    moved = [h for h in top if h.passage_id in removable]
+    added = {h.passage_id for h in missing[: len(removable)]}
+    out = [h for h in top if h.passage_id not in removable] + missing[: len(removable)] + moved \
+        + [h for h in hits[k:] if h.passage_id not in added]
+    for rank, hit in enumerate(out, 1):
+        hit.rank = rank
+    return out
+
+
+def passage_vectors(conn, ids: Sequence[int]) -> dict[int, np.ndarray]:
+    """Passage id -> its stored (L2-normalised) vector."""
+    if not ids:
+        return {}
+    rows = conn.execute(f"SELECT rowid, embedding FROM passage_vec WHERE rowid IN "
+                        f"({','.join('?' * len(ids))})", list(ids)).fetchall()
+    return {pid: np.frombuffer(blob, dtype=np.float32) for pid, blob in rows}
+
+
+def passage_cosines(conn, ids: Sequence[int], vectors: np.ndarray) -> dict[int, np.ndarray]:
+    """Passage id -> its cosine to each of `vectors` (stored vectors are L2-normalised)."""
+    return {pid: vectors @ v for pid, v in passage_vectors(conn, ids).items()}
+
+
+def _minmax(values: list[float]) -> list[float]:
+    lo, hi = min(values), max(values)
+    return [(v - lo) / (hi - lo) if hi > lo else 1.0 for v in values]
+
+
+def rerank(conn, embedder, result: SearchResult, question: str, terms: list[str],
+           options: ExpansionOptions) -> SearchResult:
+    """Re-order the first `rerank_top` hits (the same hits, so keep_original still holds) by
+    (1 - a - t) x fused score + a x question cosine + t x terms cosine, each min-max normalised
+    over those hits. Hits without a stored vector keep their fused score only."""
+    head, tail = result.hits[: options.rerank_top], result.hits[options.rerank_top:]
+    if len(head) < 2:
+        return result
+    a, t = options.rerank_dense, options.rerank_terms if terms else 0.0
+    vecs = embedder.embed([question] + ([" ; ".join(terms)] if t else []))
+    cos = passage_cosines(conn, [h.passage_id for h in head], vecs)
+    lowest = np.min(np.stack(list(cos.values())), axis=0) if cos else np.zeros(len(vecs))
+    sims = [cos.get(h.passage_id, lowest) for h in head]
+    parts = [(1.0 - a - t, _minmax([h.score for h in head])), (a, _minmax([float(s[0]) for s in sims]))]
+    if t:
+        parts.append((t, _minmax([float(s[1]) for s in sims])))
+    combined = [sum(w * col[i] for w, col in parts) for i in range(len(head))]
+    order = sorted(range(len(head)), key=lambda i: -combined[i])
+    result.hits = [head[i] for i in order] + tail
+    for rank, hit in enumerate(result.hits, 1):
+        hit.rank = rank
     return result
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from . import store
 from .errors import NotFoundError, UsageError
@@ -26,6 +26,7 @@ class Query:
     text: str
     weight: float = 1.0
     legs: tuple[str, ...] = ("lexical", "dense")
+    vector: Optional[Any] = None  # a precomputed dense vector (the text is then not embedded)
 
 
 @dataclass
@@ -100,12 +101,14 @@ def fuse(lex: list, dense: list, fusion: str, rrf_k: int, leg_weights: dict[str,
 def search(conn, embedder, query: str, *, k: int = 10, mode: str = "hybrid",
            book_ids: Optional[Sequence[str]] = None, extra: Sequence[Query] = (),
            depth: int = 50, fusion: str = "rrf", rrf_k: int = RRF_K,
-           leg_weights: Optional[dict[str, float]] = None, group_by: Optional[str] = None) -> SearchResult:
+           leg_weights: Optional[dict[str, float]] = None, group_by: Optional[str] = None,
+           query_vector: Optional[Any] = None) -> SearchResult:
     """Hybrid by default. `extra` queries (expansions) join the fusion with their own weights;
     `leg_weights` ({"lexical": w, "dense": w}) weight whole legs; `fusion` is rrf (ranks, with
     constant `rrf_k`) or score (min-max normalised scores, weighted sum). `group_by` (page |
     section) collapses each ranked list to its best passage per page/section before fusion
-    ("MaxP"): the unit ranked is then the page/section, one hit each."""
+    ("MaxP"): the unit ranked is then the page/section, one hit each. `query_vector` replaces the
+    question's embedding in the dense leg (e.g. a relevance-feedback vector, expand.py)."""
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
     if not query.strip():
@@ -113,7 +116,7 @@ def search(conn, embedder, query: str, *, k: int = 10, mode: str = "hybrid",
     check_scope(conn, book_ids)
     timings: dict[str, float] = {}
     depth = max(depth, k)
-    queries = [Query(query)] + list(extra)
+    queries = [Query(query, vector=query_vector)] + list(extra)
     lex_lists, lex_scores = _lexical_leg(conn, queries, depth, book_ids, timings) \
         if mode in ("hybrid", "lexical") else ([], {})
     dense_lists, dense_scores = _dense_leg(conn, embedder, queries, depth, book_ids, timings) \
@@ -156,7 +159,9 @@ def _dense_leg(conn, embedder, queries: list[Query], depth: int, book_ids, timin
     t = time.perf_counter()
     store.check_embedding(conn, embedder.name)
     dense_queries = [q for q in queries if "dense" in q.legs]
-    vecs = embedder.embed([q.text for q in dense_queries])
+    texts = [q.text for q in dense_queries if q.vector is None]
+    embedded = iter(embedder.embed(texts) if texts else [])
+    vecs = [q.vector if q.vector is not None else next(embedded) for q in dense_queries]
     timings["embed_query"] = time.perf_counter() - t
     t = time.perf_counter()
     lists, first = [], {}

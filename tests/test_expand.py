@@ -106,3 +106,54 @@ def test_expansion_never_lowers_exact_term_questions_of_the_sample_book(library)
     by_type = {r.mode: r.by_type for r in report.modes}
     assert by_type["expanded"]["exact"]["hit@1"] >= 0.85
     assert by_type["expanded"]["lay"]["hit@5"] >= by_type["hybrid"]["lay"]["hit@5"]
+
+
+def test_rerank_reorders_only_the_head_and_keeps_the_same_hits(library):
+    conn, embedder = library
+    q = "brain swelling after a head injury"
+    off = expand.search(conn, embedder, q, k=8, book_ids=["sample"],
+                        options=expand.ExpansionOptions(rerank_top=0))
+    on = expand.search(conn, embedder, q, k=8, book_ids=["sample"],
+                       options=expand.ExpansionOptions(rerank_top=5))
+    ids = lambda r: [h.passage_id for h in r.hits]  # noqa: E731
+    assert set(ids(on)[:5]) == set(ids(off)[:5]) and ids(on)[5:] == ids(off)[5:]
+    assert [h.rank for h in on.hits] == list(range(1, 9))
+
+
+def test_feedback_keeps_the_questions_own_top_hits(library):
+    from ragcli import retrieve
+
+    conn, embedder = library
+    q = "mannitol dose"
+    own = retrieve.search(conn, embedder, q, k=3, book_ids=["sample"])
+    fb = expand.search(conn, embedder, q, k=6, book_ids=["sample"],
+                       options=expand.ExpansionOptions(feedback=3, rerank_top=0))
+    assert {h.passage_id for h in own.hits} <= {h.passage_id for h in fb.hits}
+    assert [h.rank for h in fb.hits] == list(range(1, 7))
+
+
+def test_keep_pinned_replaces_the_lowest_other_hits():
+    from ragcli.types import Hit
+
+    def hit(pid):
+        return Hit(passage_id=pid, kind="passage", book_id="b", book_title="B", section_path=[],
+                   page_start=1, page_end=1, page_label="1", text="t")
+
+    hits = [hit(i) for i in (1, 2, 3, 4, 5)]
+    out = expand.keep_pinned(hits, [hit(2), hit(9)], 4)
+    assert [h.passage_id for h in out] == [1, 2, 3, 9, 4, 5]
+    assert expand.keep_pinned(hits, [hit(1)], 4) == hits
+
+
+def test_group_by_page_gives_one_hit_per_page(library):
+    from ragcli import retrieve
+
+    conn, embedder = library
+    result = retrieve.search(conn, embedder, "intracranial pressure", k=10, book_ids=["sample"],
+                             group_by="page")
+    pages = [h.page_start for h in result.hits]
+    assert len(pages) == len(set(pages)) and result.hits
+    from ragcli.errors import UsageError
+
+    with pytest.raises(UsageError):
+        retrieve.search(conn, embedder, "pressure", k=3, group_by="chapter")
