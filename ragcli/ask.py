@@ -104,6 +104,10 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
         on_expanded(exp)
     t = time.perf_counter()
     result = retrieve.search(conn, embedder, question, k=opts.k, book_ids=opts.book_ids, extra=exp.extra)
+    if opts.expand:  # the measured default of issue 5: re-order the top hits (the same hits stay)
+        from . import expand
+
+        result = expand.rerank(conn, embedder, result, question, exp.terms, expand.DEFAULTS)
     timings["retrieval"] = time.perf_counter() - t
     sources = prompt.label_sources(result.hits)
     base = dict(question=question, expanded_query=exp.rewrite or (", ".join(exp.terms) or None))

@@ -8,7 +8,10 @@ phrases; vocabulary.py) with embeddings in the vec0 table `term_vec`. At query t
 - they join the search as extra queries weighted below the user's own words: a lexical query of
   the chosen terms (the user's vocabulary -> the book's vocabulary), and optionally a dense one;
 - optional pseudo-relevance feedback (the text of the first-pass top passages as a dense query)
-  and a heading-only lexical query (section-title match).
+  and a heading-only lexical query (section-title match);
+- a re-rank of the first `rerank_top` fused hits by their cosine to the question and to the
+  chosen terms (on by default), and optional Rocchio feedback (`feedback`: the question's vector
+  moved towards its first-pass top passages replaces it in the dense leg).
 
 What the numbers supported is recorded in docs/benchmarks-retrieval.md; DEFAULTS holds the kept
 settings. `nearest_terms` also feeds the LLM rewrite prompt.
