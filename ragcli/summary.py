@@ -1,9 +1,9 @@
 """topic -> numbered, saved summary.
 
 Generation reuses the ask pipeline: the topic is expanded (`ask.expand_question`), more passages are
-retrieved than for a question (k=16), the labelled prompt of `prompt.build` is given a summary system
-prompt, the model's text streams through the same `citations.StreamFilter`, and `grounding.assess`
-judges each claim. Without a model the summary is extractive: key sentences of the retrieved passages,
+retrieved than for a question (k=16), the labelled prompt of `prompt.build` carries the summary
+instruction (under the system prompt every call shares), the model's text streams through the same
+`citations.StreamFilter`, and `grounding.assess` judges each claim. Without a model the summary is extractive: key sentences of the retrieved passages,
 grouped by section, each cited (kind "extractive").
 
 Everything is generated before anything is written; `summary_store.insert_summary` then takes the next
