@@ -108,6 +108,7 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
     t_embed = time.perf_counter()
     terms = vocabulary.extract_terms(parsed)
     term_vecs = embedder.embed([t for t, _, _ in terms]) if terms else []
+    t_terms = time.perf_counter()
     _store(conn, embedder, book_id, parsed, (passages, embed_hashes, vectors), (terms, term_vecs),
            replace=bool(existing))
     t_end = time.perf_counter()
@@ -115,7 +116,8 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
         str(path), "replaced" if existing else "added", book_id, parsed.title, len(parsed.pages),
         len(parsed.sections), len(parsed.figures), sum(p.kind == "passage" for p in passages),
         embedded=len(passages) - reused, reused=reused, seconds=t_end - t0,
-        timings={"parse": t_parse - t0, "embed": t_embed - t_parse, "store": t_end - t_embed},
+        timings={"parse": t_parse - t0, "embed": t_embed - t_parse, "vocabulary": t_terms - t_embed,
+                 "store": t_end - t_terms},
     )
 
 
