@@ -1,9 +1,11 @@
-"""The model-free answer: the retrieved sentences that best answer the question, each with its label."""
+"""Model-free text from retrieved passages: the sentences that best match a question or a topic.
+
+`pick_sentences` is shared by the extractive answer (ask without a model) and the extractive summary.
+"""
 from __future__ import annotations
 
 import re
-
-import numpy as np
+from typing import Optional
 
 from .types import Source
 
@@ -12,42 +14,54 @@ SCAN_SOURCES = 5
 _WORD = re.compile(r"[a-z0-9]{3,}")
 
 
-def _sentences(source: Source) -> list[str]:
+def candidates(sources: list[Source], max_words: int = 10_000) -> list[tuple[str, int, int]]:
+    """(sentence, source index, position in the passage) of every usable sentence (not figures)."""
     from .claims import split_sentences_plain
 
-    return [s for s in split_sentences_plain(source.hit.text) if len(s.split()) >= 5]
+    out = []
+    for i, source in enumerate(sources):
+        if source.hit.kind == "figure":
+            continue
+        for j, sentence in enumerate(split_sentences_plain(source.hit.text)):
+            if 5 <= len(sentence.split()) <= max_words:
+                out.append((sentence.strip(), i, j))
+    return out
+
+
+def pick_sentences(embedder, query: str, found: list[tuple[str, int, int]], limit: int,
+                   per_source: Optional[int] = None, rank_penalty: float = 0.02) -> list[tuple[str, int, int]]:
+    """The best `limit` candidates by cosine to the query + 0.2 x word overlap - a small penalty per
+    source rank; duplicates skipped, at most `per_source` from one passage."""
+    if not found:
+        return []
+    vecs = embedder.embed([query] + [c[0] for c in found])
+    cos = vecs[1:] @ vecs[0]
+    words = set(_WORD.findall(query.lower()))
+    scored = []
+    for (sentence, i, j), c in zip(found, cos):
+        overlap = len(words & set(_WORD.findall(sentence.lower()))) / max(1, len(words))
+        scored.append((float(c) + 0.2 * overlap - rank_penalty * i, (sentence, i, j)))
+    scored.sort(key=lambda x: -x[0])
+    chosen, seen, taken = [], set(), {}
+    for _, (sentence, i, j) in scored:
+        key = sentence.lower()[:80]
+        if key in seen or (per_source is not None and taken.get(i, 0) >= per_source):
+            continue
+        seen.add(key)
+        taken[i] = taken.get(i, 0) + 1
+        chosen.append((sentence, i, j))
+        if len(chosen) == limit:
+            break
+    return chosen
 
 
 def answer(embedder, question: str, sources: list[Source]) -> tuple[str, list[str]]:
     """(answer text with [S1]-style labels, labels used in order)."""
-    candidates: list[tuple[str, str, int]] = []  # (sentence, label, source rank)
-    for rank, source in enumerate(sources[:SCAN_SOURCES]):
-        if source.hit.kind == "figure":
-            continue
-        candidates += [(s, source.label, rank) for s in _sentences(source)]
-    if not candidates:
-        return "", []
-    vecs = embedder.embed([question] + [c[0] for c in candidates])
-    cos = vecs[1:] @ vecs[0]
-    q_words = set(_WORD.findall(question.lower()))
-    scores = []
-    for (sentence, _, rank), c in zip(candidates, cos):
-        overlap = len(q_words & set(_WORD.findall(sentence.lower()))) / max(1, len(q_words))
-        scores.append(float(c) + 0.2 * overlap - 0.02 * rank)
-    order = np.argsort(scores)[::-1]
-    chosen, seen = [], set()
-    for i in order:
-        sentence, label, _ = candidates[i]
-        key = sentence.lower()[:80]
-        if key in seen:
-            continue
-        seen.add(key)
-        chosen.append((sentence.rstrip(), label))
-        if len(chosen) == MAX_SENTENCES:
-            break
-    text = " ".join(f"{s} [{label}]" for s, label in chosen)
+    scanned = sources[:SCAN_SOURCES]
+    chosen = pick_sentences(embedder, question, candidates(scanned), MAX_SENTENCES)
+    text = " ".join(f"{sentence.rstrip()} [{scanned[i].label}]" for sentence, i, _ in chosen)
     used: list[str] = []
-    for _, label in chosen:
-        if label not in used:
-            used.append(label)
+    for _, i, _ in chosen:
+        if scanned[i].label not in used:
+            used.append(scanned[i].label)
     return text, used

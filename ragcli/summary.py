@@ -15,13 +15,12 @@ id + text hash.
 """
 from __future__ import annotations
 
-import re
 import time
 import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from . import ask, citations, prompt, retrieve, store, summary_store
+from . import ask, citations, extractive, prompt, retrieve, store, summary_store
 from .errors import NotFoundError, UsageError
 from .types import Answer, Source, Summary
 
@@ -178,53 +177,15 @@ def assess_claims(summary: Summary, sources: list[Source], embedder) -> list:
 
 # -- extractive --------------------------------------------------------------------------------
 
-_WORD = re.compile(r"[a-z0-9]{3,}")
-
-
-def _candidates(sources: list[Source]) -> list[tuple[str, int, int]]:
-    """(sentence, source index, position in the passage) of every usable sentence."""
-    from .claims import split_sentences_plain
-
-    out = []
-    for i, source in enumerate(sources):
-        if source.hit.kind == "figure":
-            continue
-        for j, sentence in enumerate(split_sentences_plain(source.hit.text)):
-            if 5 <= len(sentence.split()) <= 60:
-                out.append((sentence.strip(), i, j))
-    return out
-
-
-def _pick(embedder, topic: str, candidates: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
-    vecs = embedder.embed([topic] + [c[0] for c in candidates])
-    cos = vecs[1:] @ vecs[0]
-    words = set(_WORD.findall(topic.lower()))
-    scored = []
-    for (sentence, i, j), c in zip(candidates, cos):
-        overlap = len(words & set(_WORD.findall(sentence.lower()))) / max(1, len(words))
-        scored.append((float(c) + 0.2 * overlap - 0.01 * i, (sentence, i, j)))
-    scored.sort(key=lambda x: -x[0])
-    chosen, seen, per_source = [], set(), {}
-    for _, (sentence, i, j) in scored:
-        key = sentence.lower()[:80]
-        if key in seen or per_source.get(i, 0) >= PER_SOURCE:
-            continue
-        seen.add(key)
-        per_source[i] = per_source.get(i, 0) + 1
-        chosen.append((sentence, i, j))
-        if len(chosen) == EXTRACTIVE_SENTENCES:
-            break
-    return chosen
-
-
 def extractive_summary(embedder, topic: str, sources: list[Source]) -> tuple[str, list[str]]:
     """Key sentences about `topic`, grouped under their book sections in reading order, each with
     its label. Returns (text, labels used in order)."""
-    candidates = _candidates(sources)
-    if not candidates:
+    found = extractive.candidates(sources, max_words=60)
+    if not found:
         return "", []
     groups: dict[tuple, list[tuple[str, int, int]]] = {}
-    for sentence, i, j in _pick(embedder, topic, candidates):
+    for sentence, i, j in extractive.pick_sentences(embedder, topic, found, EXTRACTIVE_SENTENCES,
+                                                    per_source=PER_SOURCE, rank_penalty=0.01):
         h = sources[i].hit
         groups.setdefault((h.book_id, tuple(h.section_path)), []).append((sentence, i, j))
     several_books = len({book for book, _ in groups}) > 1
