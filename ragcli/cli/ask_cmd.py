@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn
+from .common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn
 
 
 def model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens):
@@ -43,7 +43,7 @@ MaxTokOpt = Annotated[Optional[int], typer.Option("--max-tokens", help="Longest 
 @handle_errors
 def ask(
     question: Annotated[str, typer.Argument(help="Your question, in your own words.")],
-    book: Annotated[Optional[list[str]], typer.Option("--book", "-b", help="Ask only these book ids.")] = None,
+    book: BookOpt = None,
     k: Annotated[int, typer.Option("-k", min=1, max=50, help="Passages to retrieve.")] = 8,
     no_expand: Annotated[bool, typer.Option("--no-expand", help="Do not rewrite the question.")] = False,
     show_prompt: Annotated[bool, typer.Option("--show-prompt", help="Print the exact prompt (stderr).")] = False,

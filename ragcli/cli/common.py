@@ -18,6 +18,8 @@ app = typer.Typer(
 
 DbOpt = Annotated[Optional[str], typer.Option("--db", help="Corpus file (default: $RAGCLI_DB or the user data dir).",
                                               show_default=False)]
+BookOpt = Annotated[Optional[list[str]], typer.Option("--book", "-b", help="Only these book ids (repeat the "
+                                                    "option for several).", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 EmbedOpt = Annotated[Optional[str], typer.Option("--embed-model", help="Embedding model name or path "
                                                  "(default: the one recorded in the corpus).", show_default=False)]

@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, open_db, path_arg
+from .common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, open_db, path_arg
 
 eval_app = typer.Typer(no_args_is_help=True, help="Measure retrieval on your own test set.")
 app.add_typer(eval_app, name="eval")
@@ -22,7 +22,7 @@ def retrieval(
                                                       "expanded (repeat; default: all four).")] = None,
     k: Annotated[Optional[int], typer.Option("--k", min=10, max=2000, help="Passages retrieved per query "
                                              "(default: 300 for BEIR, 20 for page sets).")] = None,
-    book: Annotated[Optional[list[str]], typer.Option("--book", "-b", help="Limit to these book ids.")] = None,
+    book: BookOpt = None,
     per_query: Annotated[bool, typer.Option("--per-query", help="With --json: every query's scores.")] = False,
     db: DbOpt = None,
     json_out: JsonOpt = False,

@@ -5,14 +5,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db
+from .common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db
 
 
 @app.command()
 @handle_errors
 def search(
     query: Annotated[str, typer.Argument(help="What to look for, in any words.")],
-    book: Annotated[Optional[list[str]], typer.Option("--book", "-b", help="Limit to these book ids.")] = None,
+    book: BookOpt = None,
     k: Annotated[int, typer.Option("-k", min=1, max=1000, help="How many hits.")] = 10,
     mode: Annotated[str, typer.Option(help="hybrid | dense | lexical")] = "hybrid",
     db: DbOpt = None,

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from .ask_cmd import CtxOpt, GpuOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, model_options, read_grammar
-from .common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn
+from .common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn
 
 summary_app = typer.Typer(
     no_args_is_help=True,
@@ -27,7 +27,7 @@ TopicArg = Annotated[str, typer.Argument(help="The topic, e.g. aneurysms (quote 
 @handle_errors
 def summary_new(
     topic: TopicArg,
-    book: Annotated[Optional[list[str]], typer.Option("--book", "-b", help="Only these book ids.")] = None,
+    book: BookOpt = None,
     k: Annotated[int, typer.Option("-k", min=1, max=50, help="Passages to retrieve.")] = 16,
     no_expand: Annotated[bool, typer.Option("--no-expand", help="Do not expand the topic.")] = False,
     model: ModelOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None, gpu_layers: GpuOpt = None,
