@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from . import citations, language, prompt, retrieve, store
 from .types import Answer, Source
@@ -16,13 +16,15 @@ NO_ANSWER = "The provided passages do not answer this."
 # the model is still told to say when the passages do not answer.
 DENSE_FLOOR = 0.30
 ANSWER_TOKENS_RESERVE = 64
+REWRITE_WEIGHT = 0.8  # the LLM rewrite's lists weigh a little below the question's own
 
 
 @dataclass
 class AskOptions:
-    k: int = 8
+    k: int = 10  # as `ragcli eval` ranks them: the question's own top 5 pinned, the top 10 re-ranked
     book_ids: Optional[Sequence[str]] = None
     expand: bool = True
+    feedback: bool = False  # pseudo-relevance feedback (expand.FEEDBACK): for topical questions
     max_tokens: int = 512
     show_prompt: bool = False
     grammar: Optional[str] = None  # GBNF constraining the answer (llama.cpp users' --grammar-file)
@@ -34,6 +36,7 @@ class Expansion:
     terms: list[str]
     extra: list[retrieve.Query]
     seconds: float
+    base: Any = None  # expand.Expansion: the model-free part
 
 
 def expand_question(conn, embedder, question: str, model, opts: AskOptions) -> Expansion:
@@ -43,13 +46,28 @@ def expand_question(conn, embedder, question: str, model, opts: AskOptions) -> E
         return Expansion(None, [], [], 0.0)
     from . import expand
 
-    extra, terms = expand.expansion_queries(conn, embedder, question, opts.book_ids)
+    base = expand.expansions(conn, embedder, question, opts.book_ids)
+    extra, terms = list(base.extra), base.terms
     rewrite = None
     if model is not None:
         rewrite = _rewrite(conn, model, question, terms, opts.book_ids)
         if rewrite:
-            extra = extra + [retrieve.Query(rewrite, weight=0.8)]
-    return Expansion(rewrite, terms, extra, time.perf_counter() - t0)
+            extra = extra + [retrieve.Query(rewrite, weight=REWRITE_WEIGHT)]
+    return Expansion(rewrite, terms, extra, time.perf_counter() - t0, base)
+
+
+def retrieve_passages(conn, embedder, question: str, exp: Expansion, opts: AskOptions) -> retrieve.SearchResult:
+    """Hybrid search; with expansion, the measured default of issue 5 (book terms as an extra
+    lexical query, the LLM rewrite if any, a re-rank of the top hits) and, with `feedback`,
+    pseudo-relevance feedback."""
+    if not opts.expand:
+        return retrieve.search(conn, embedder, question, k=opts.k, book_ids=opts.book_ids)
+    from . import expand
+
+    more = [retrieve.Query(exp.rewrite, weight=REWRITE_WEIGHT)] if exp.rewrite else []
+    return expand.search(conn, embedder, question, k=opts.k, book_ids=opts.book_ids,
+                         options=expand.FEEDBACK if opts.feedback else expand.DEFAULTS,
+                         exp=exp.base, more=more)
 
 
 def _rewrite(conn, model, question: str, terms: list[str], book_ids) -> Optional[str]:
@@ -61,19 +79,57 @@ def _rewrite(conn, model, question: str, terms: list[str], book_ids) -> Optional
         text = model.chat(messages, max_tokens=48, grammar=one_line_grammar(160), temperature=0.0)
     except Exception:  # a failed rewrite must never fail the question
         return None
-    return clean_rewrite(str(text), question)
+    return clean_rewrite(str(text), question, terms)
 
 
-def clean_rewrite(text: str, question: str) -> Optional[str]:
-    """Keep a rewrite only if it looks like a short question in words; else fall back to the original."""
+def clean_rewrite(text: str, question: str, terms: Sequence[str] = ()) -> Optional[str]:
+    """Keep a rewrite only if it looks like a short search in words that is about the question (it
+    shares a word with the question or the book terms offered) and does not copy the instructions;
+    else fall back to the original. Small models answer or echo the prompt instead of rewriting
+    (bench/bench_rewrite.py)."""
+    from .expand import content_words, stem
+
     text = " ".join(text.replace("\n", " ").split()).strip(" \"'`")
     text = re.sub(r"^(rewritten question|question)\s*:\s*", "", text, flags=re.I)
+    text = _without_repeats(text)
     words = re.findall(r"[A-Za-z]{3,}", text)
     if len(words) < 2 or len(text) > 200 or text.lower() == question.lower().strip():
         return None
     if sum(len(w) for w in words) < 0.5 * len(text.replace(" ", "")):
         return None  # mostly symbols or digits: junk
+    if _shares_run(text, prompt.instruction_words(), 4):
+        return None  # echoes the prompt
+    about = {stem(w) for w in content_words(" ".join([question, *terms]))}
+    if not about & {stem(w) for w in content_words(text)}:
+        return None  # about something else (often an answer, not a search)
     return text
+
+
+def _without_repeats(text: str) -> str:
+    """Small models loop ("eyes, eyes, eyes", a clause three times): keep each comma-separated part
+    once, and cut the text where a run of three words comes back."""
+    parts, seen = [], set()
+    for part in re.split(r"\s*[,;]\s*", text):
+        key = part.lower().strip(" .")
+        if key and key not in seen:
+            seen.add(key)
+            parts.append(part.strip())
+    words = ", ".join(parts).split()
+    runs: set[tuple[str, ...]] = set()
+    for i in range(len(words) - 2):
+        run = tuple(w.lower().strip(",.;") for w in words[i:i + 3])
+        if run in runs:
+            return " ".join(words[:i]).rstrip(",;")
+        runs.add(run)
+    return " ".join(words)
+
+
+def _shares_run(text: str, source: str, n: int) -> bool:
+    """Do `text` and `source` share a run of n words (case and punctuation ignored)?"""
+    def runs(s: str) -> set[tuple[str, ...]]:
+        w = re.findall(r"[a-z0-9']+", s.lower())
+        return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
+    return bool(runs(text) & runs(source))
 
 
 def no_context(result: retrieve.SearchResult) -> bool:
@@ -103,11 +159,7 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     if on_expanded:
         on_expanded(exp)
     t = time.perf_counter()
-    result = retrieve.search(conn, embedder, question, k=opts.k, book_ids=opts.book_ids, extra=exp.extra)
-    if opts.expand:  # the measured default of issue 5: re-order the top hits (the same hits stay)
-        from . import expand
-
-        result = expand.rerank(conn, embedder, result, question, exp.terms, expand.DEFAULTS)
+    result = retrieve_passages(conn, embedder, question, exp, opts)
     timings["retrieval"] = time.perf_counter() - t
     sources = prompt.label_sources(result.hits)
     base = dict(question=question, expanded_query=exp.rewrite or (", ".join(exp.terms) or None))

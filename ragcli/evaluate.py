@@ -26,7 +26,7 @@ from typing import Callable, Optional, Sequence
 from .errors import InputError, NotFoundError, UsageError
 from .types import Hit
 
-MODES = ("lexical", "dense", "hybrid", "expanded")
+MODES = ("lexical", "dense", "hybrid", "expanded", "feedback")
 DEFAULT_MODES = MODES
 BEIR_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
 PAGE_METRICS = BEIR_METRICS + ("hit@1", "hit@5")
@@ -233,21 +233,18 @@ def evaluate(searchers: dict[str, SearchFn], queries: list[EvalQuery],
     return EvalReport(kind, len(queries), list(PAGE_METRICS if kind == "pages" else BEIR_METRICS), results)
 
 
-def searcher(conn, embedder, mode: str, depth: int = 100, **options) -> SearchFn:
-    """The search function of one mode. `expanded` = hybrid + model-free expansion (expand.py).
-    Page-set questions only look at the first 10 passages, so they need no deep ranking; BEIR
-    needs about 3 passages per document for Recall@100."""
-    from . import expand, retrieve
+def searcher(conn, embedder, mode: str, depth: int = 100) -> SearchFn:
+    """The search function of one mode (expand.search_mode: `expanded` = hybrid + model-free
+    expansion, `feedback` = that + pseudo-relevance feedback). Page-set questions only look at the
+    first 10 passages, so they need no deep ranking; BEIR needs about 3 passages per document for
+    Recall@100."""
+    from . import expand
 
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
 
     def run(text: str, scope: Optional[list[str]]) -> list[Hit]:
-        if mode == "expanded":
-            return expand.search(conn, embedder, text, k=depth, book_ids=scope, depth=depth,
-                                 **options).hits
-        return retrieve.search(conn, embedder, text, k=depth, mode=mode, book_ids=scope, depth=depth,
-                               **options).hits
+        return expand.search_mode(conn, embedder, text, mode, k=depth, book_ids=scope, depth=depth).hits
 
     return run
 

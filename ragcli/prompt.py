@@ -110,13 +110,38 @@ def _cut_to_fit(source: Source, fits: Callable[[str], bool]) -> str:
     return source_block(source, " ".join(words[:lo]) + TRUNCATION_NOTE)
 
 
-def rewrite_messages(question: str, book_titles: list[str], terms: list[str]) -> list[dict]:
-    books = "; ".join(book_titles) or "the books in the corpus"
+# Two worked examples (other fields, so they cannot leak into a real search) shown as earlier turns:
+# without them a small model (SmolLM2-135M, bench/bench_rewrite.py) answers the question or copies
+# the instructions instead of rewriting.
+REWRITE_EXAMPLES = (
+    ("Car Owner's Manual", ["brake pads", "wear indicator", "brake rotor"],
+     "My car squeals every time I stop. What's wrong with it?", "brake pad wear indicator squeal when braking"),
+    ("Home Gardening Guide", ["powdery mildew", "fungal leaf disease", "fungicide"],
+     "There's white dust all over my squash leaves, what do I do?", "powdery mildew on squash leaves treatment"),
+)
+
+
+def _rewrite_task(question: str, books: str, terms: list[str]) -> str:
     vocab = ", ".join(terms[:15]) or "(none found)"
-    user = (f"TASK: rewrite the question below for a search of the book(s) {books}, using the book's own "
+    return (f"TASK: rewrite the question below for a search of the book(s) {books}, using the book's own "
             f"terms where they fit.\nTerms used in the book near this question: {vocab}\n"
             f"Question: {question}\nRewritten question:")
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def rewrite_messages(question: str, book_titles: list[str], terms: list[str]) -> list[dict]:
+    """The shared system prompt (its KV cache is reused by the answer call), two worked examples,
+    then the task."""
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+    for book, example_terms, example_question, rewritten in REWRITE_EXAMPLES:
+        messages += [{"role": "user", "content": _rewrite_task(example_question, book, example_terms)},
+                     {"role": "assistant", "content": rewritten}]
+    books = "; ".join(book_titles) or "the books in the corpus"
+    return messages + [{"role": "user", "content": _rewrite_task(question, books, terms)}]
+
+
+def instruction_words() -> str:
+    """The fixed words of every rewrite prompt: a rewrite that copies a run of them is junk."""
+    return SYSTEM_PROMPT + " " + _rewrite_task("", "", [])
 
 
 def reference_maps(sources: list[Source]) -> tuple[dict, dict, dict]:

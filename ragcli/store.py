@@ -339,6 +339,16 @@ def lexical_search(conn, fts_query: str, k: int, book_ids: Optional[Sequence[str
     return [(r[0], -r[1]) for r in conn.execute(sql, [fts_query] + args)]
 
 
+def passage_count(conn) -> int:
+    return conn.execute("SELECT count(*) FROM passages").fetchone()[0]
+
+
+def document_frequency(conn, word: str) -> int:
+    """How many passages contain the word (as FTS5 tokenises and stems it)."""
+    return conn.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?",
+                        ('text : "' + word.replace('"', '""') + '"',)).fetchone()[0]
+
+
 def dense_search(conn, vector: np.ndarray, k: int, book_ids: Optional[Sequence[str]] = None,
                  table: str = "passage_vec") -> list[tuple[int, float]]:
     """Nearest neighbours by cosine; returns (rowid, similarity), best first.

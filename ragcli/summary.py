@@ -43,6 +43,7 @@ class SummaryOptions:
     k: int = DEFAULT_K
     book_ids: Optional[Sequence[str]] = None
     expand: bool = True
+    feedback: bool = False  # pseudo-relevance feedback (ask.AskOptions.feedback)
     max_tokens: int = MAX_TOKENS
     grammar: Optional[str] = None  # GBNF constraining the summary (llama.cpp users' --grammar-file)
 
@@ -84,12 +85,12 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
     topic = " ".join(topic.split())
     retrieve.check_scope(conn, opts.book_ids)
     timings: dict[str, float] = {}
-    ask_opts = ask.AskOptions(k=opts.k, book_ids=opts.book_ids, expand=opts.expand,
+    ask_opts = ask.AskOptions(k=opts.k, book_ids=opts.book_ids, expand=opts.expand, feedback=opts.feedback,
                               max_tokens=opts.max_tokens)
     exp = ask.expand_question(conn, embedder, topic, model, ask_opts)
     timings["expansion"] = exp.seconds
     t = time.perf_counter()
-    result = retrieve.search(conn, embedder, topic, k=opts.k, book_ids=opts.book_ids, extra=exp.extra)
+    result = ask.retrieve_passages(conn, embedder, topic, exp, ask_opts)
     timings["retrieval"] = time.perf_counter() - t
     if ask.no_context(result):
         raise NotFoundError(f"the books do not seem to cover '{topic}': nothing to summarise, nothing saved")

@@ -158,7 +158,7 @@ def test_eval_retrieval_command_on_tiny_beir(beir_db):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["kind"] == "beir" and data["queries"] == 4
-    assert list(data["modes"]) == ["lexical", "dense", "hybrid", "expanded"]
+    assert list(data["modes"]) == ["lexical", "dense", "hybrid", "expanded", "feedback"]
     for mode, entry in data["modes"].items():
         m = entry["metrics"]
         assert set(m) == {"ndcg@10", "recall@10", "recall@100", "mrr@10"}

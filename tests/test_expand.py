@@ -157,3 +157,42 @@ def test_group_by_page_gives_one_hit_per_page(library):
 
     with pytest.raises(UsageError):
         retrieve.search(conn, embedder, "pressure", k=3, group_by="chapter")
+
+
+def test_feedback_words_come_from_several_passages_and_skip_the_question(library):
+    conn, _ = library
+    texts = ["Mannitol lowers intracranial pressure by osmotic diuresis.",
+             "Hypertonic saline also lowers intracranial pressure; osmotic therapy needs monitoring.",
+             "Serum osmolality is checked during osmotic therapy with mannitol."]
+    words = expand.feedback_words(conn, "mannitol dose", texts, 5)
+    assert words and "mannitol" not in words
+    # every word comes from at least two of the three passages (one-passage words are noise)
+    assert all(sum(w in t.lower() for t in texts) >= 2 for w in words)
+    assert expand.feedback_words(conn, "mannitol dose", [], 5) == []
+
+
+def test_feedback_mode_adds_lexical_feedback_and_keeps_the_own_top_hits(library):
+    from ragcli import retrieve
+
+    conn, embedder = library
+    q = "how is raised pressure inside the skull treated"
+    own = retrieve.search(conn, embedder, q, k=5, book_ids=["sample"], window=None)
+    fb = expand.search_mode(conn, embedder, q, "feedback", k=10, book_ids=["sample"])
+    assert len(fb.hits) == 10 and [h.rank for h in fb.hits] == list(range(1, 11))
+    assert {h.passage_id for h in own.hits} <= {h.passage_id for h in fb.hits}
+    with pytest.raises(Exception, match="unknown mode"):
+        expand.search_mode(conn, embedder, q, "fuzzy")
+
+
+def test_fusion_window_ranks_deep_only_ids_after_the_window():
+    from ragcli import retrieve
+
+    lex = [1, 2, 3, 4, 5, 6]
+    dense = [7, 8, 6, 5, 9, 10]
+    full = retrieve.rrf([(lex, 1.0), (dense, 1.0)])
+    assert max(full, key=full.get) in (5, 6)  # deep fusion: found by both legs, mediocre in each
+    windowed = retrieve.rrf([(lex, 1.0), (dense, 1.0)], window=2)
+    order = sorted(windowed, key=lambda pid: -windowed[pid])
+    assert set(order[:4]) == {1, 2, 7, 8}  # the top 2 of each leg come first
+    assert order[4:] == sorted(order[4:], key=lambda pid: -full[pid])  # the rest in full-fusion order
+    assert retrieve.rrf([(lex, 1.0)], window=None) == retrieve.rrf([(lex, 1.0)])

@@ -120,3 +120,11 @@ def test_search_in_a_subprocess(corpus_db, run_module):
     assert len(hits) == 3 and any("4.3 Decompressive Craniectomy" in h["section"] for h in hits)
     proc = run_module("search", "aneurysm", "--book", "nope", "--db", corpus_db)
     assert proc.returncode == 5 and "no book with id" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["expanded", "feedback"])
+def test_expansion_modes_from_the_command_line(corpus_db, cli, mode):
+    res = cli("search", "brain swelling after surgery", "--mode", mode, "-k", "5", "--json")
+    assert res.exit_code == 0, res.stderr
+    hits = json.loads(res.stdout)
+    assert len(hits) == 5 and hits[0]["rank"] == 1

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn
+from .common import BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn
 
 
 def model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens):
@@ -44,8 +44,9 @@ MaxTokOpt = Annotated[Optional[int], typer.Option("--max-tokens", help="Longest 
 def ask(
     question: Annotated[str, typer.Argument(help="Your question, in your own words.")],
     book: BookOpt = None,
-    k: Annotated[int, typer.Option("-k", min=1, max=50, help="Passages to retrieve.")] = 8,
+    k: Annotated[int, typer.Option("-k", min=1, max=50, help="Passages to retrieve.")] = 10,
     no_expand: Annotated[bool, typer.Option("--no-expand", help="Do not rewrite the question.")] = False,
+    feedback: FeedbackOpt = False,
     show_prompt: Annotated[bool, typer.Option("--show-prompt", help="Print the exact prompt (stderr).")] = False,
     evidence: Annotated[bool, typer.Option("--evidence", help="Show each sentence's supporting quote.")] = False,
     verify: Annotated[bool, typer.Option("--verify", help="A second model pass checks each claim.")] = False,
@@ -64,7 +65,8 @@ def ask(
     core.retrieve.check_scope(conn, book)
     embedder = MemoEmbedder(embedder_for(conn, embed_model))  # answer and claims share sentence vectors
     chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens)
-    opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, max_tokens=settings.max_tokens,
+    opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
+                           max_tokens=settings.max_tokens,
                            show_prompt=show_prompt, grammar=read_grammar(grammar_file))
     live = not json_out and sys.stdout.isatty() and chat_model is not None
     out = console()

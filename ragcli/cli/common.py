@@ -20,6 +20,9 @@ DbOpt = Annotated[Optional[str], typer.Option("--db", help="Corpus file (default
                                               show_default=False)]
 BookOpt = Annotated[Optional[list[str]], typer.Option("--book", "-b", help="Only these book ids (repeat the "
                                                     "option for several).", show_default=False)]
+FeedbackOpt = Annotated[bool, typer.Option("--feedback", help="Pseudo-relevance feedback: also search with "
+                                           "the words and meaning of the first hits. Helps topical questions "
+                                           "over many documents; can blur finding one page of a book.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 EmbedOpt = Annotated[Optional[str], typer.Option("--embed-model", help="Embedding model name or path "
                                                  "(default: the one recorded in the corpus).", show_default=False)]

