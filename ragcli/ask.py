@@ -16,7 +16,14 @@ NO_ANSWER = "The provided passages do not answer this."
 # the model is still told to say when the passages do not answer.
 DENSE_FLOOR = 0.30
 ANSWER_TOKENS_RESERVE = 64
-REWRITE_WEIGHT = 0.8  # the LLM rewrite's lists weigh a little below the question's own
+REWRITE_WEIGHT = 0.8
+# FM 4-25.11: the best book term of 12 of the 27 exact-term questions is this close, of none of the
+# 87 lay questions.
+IN_BOOK_WORDS = 0.8
+# A rewrite sharing no word with the question or the book terms must be this close to the question
+# (MiniLM cosine): good bridges measured 0.27-0.55 ("entrance and exit wounds" for "did the bullet
+# come out somewhere else"), small-model answers and echoes 0.02-0.20.
+REWRITE_MIN_SIMILARITY = 0.2  # the LLM rewrite's lists weigh a little below the question's own
 
 
 @dataclass
@@ -49,11 +56,17 @@ def expand_question(conn, embedder, question: str, model, opts: AskOptions) -> E
     base = expand.expansions(conn, embedder, question, opts.book_ids)
     extra, terms = list(base.extra), base.terms
     rewrite = None
-    if model is not None:
-        rewrite = _rewrite(conn, model, question, terms, opts.book_ids)
+    if model is not None and not in_book_words(base):
+        rewrite = _rewrite(conn, embedder, model, question, terms, opts.book_ids)
         if rewrite:
             extra = extra + [retrieve.Query(rewrite, weight=REWRITE_WEIGHT)]
     return Expansion(rewrite, terms, extra, time.perf_counter() - t0, base)
+
+
+def in_book_words(base) -> bool:
+    """The question is (nearly) one of the book's own terms: a rewrite has nothing to bridge and,
+    with a small model, only reorders what the question found (bench/bench_rewrite.py)."""
+    return bool(base.candidates) and base.candidates[0][2] >= IN_BOOK_WORDS
 
 
 def retrieve_passages(conn, embedder, question: str, exp: Expansion, opts: AskOptions) -> retrieve.SearchResult:
@@ -70,7 +83,7 @@ def retrieve_passages(conn, embedder, question: str, exp: Expansion, opts: AskOp
                          exp=exp.base, more=more)
 
 
-def _rewrite(conn, model, question: str, terms: list[str], book_ids) -> Optional[str]:
+def _rewrite(conn, embedder, model, question: str, terms: list[str], book_ids) -> Optional[str]:
     from .llm import one_line_grammar
 
     titles = [b.title for b in store.list_books(conn, book_ids)]
@@ -79,14 +92,19 @@ def _rewrite(conn, model, question: str, terms: list[str], book_ids) -> Optional
         text = model.chat(messages, max_tokens=48, grammar=one_line_grammar(160), temperature=0.0)
     except Exception:  # a failed rewrite must never fail the question
         return None
-    return clean_rewrite(str(text), question, terms)
+    def similarity(a: str, b: str) -> float:
+        va, vb = embedder.embed([a, b])
+        return float(va @ vb)
+
+    return clean_rewrite(str(text), question, terms, similarity)
 
 
-def clean_rewrite(text: str, question: str, terms: Sequence[str] = ()) -> Optional[str]:
+def clean_rewrite(text: str, question: str, terms: Sequence[str] = (),
+                  similarity: Optional[Callable[[str, str], float]] = None) -> Optional[str]:
     """Keep a rewrite only if it looks like a short search in words that is about the question (it
-    shares a word with the question or the book terms offered) and does not copy the instructions;
-    else fall back to the original. Small models answer or echo the prompt instead of rewriting
-    (bench/bench_rewrite.py)."""
+    shares a word with the question or the book terms offered, or its meaning is close enough to
+    the question's) and does not copy the instructions; else fall back to the original. Small
+    models answer or echo the prompt instead of rewriting (bench/bench_rewrite.py)."""
     from .expand import content_words, stem
 
     text = " ".join(text.replace("\n", " ").split()).strip(" \"'`")
@@ -100,7 +118,8 @@ def clean_rewrite(text: str, question: str, terms: Sequence[str] = ()) -> Option
     if _shares_run(text, prompt.instruction_words(), 4):
         return None  # echoes the prompt
     about = {stem(w) for w in content_words(" ".join([question, *terms]))}
-    if not about & {stem(w) for w in content_words(text)}:
+    if not about & {stem(w) for w in content_words(text)} and (
+            similarity is None or similarity(question, text) < REWRITE_MIN_SIMILARITY):
         return None  # about something else (often an answer, not a search)
     return text
 

@@ -249,3 +249,25 @@ def test_cli_ask_model_errors_are_one_line(ask_db, tmp_path):
     bad = run(["ask", "x y z", "--db", str(db), "--model", str(junk)])
     assert bad.exit_code == 6 and "GGUF" in bad.stderr
     assert "Traceback" not in bad.output
+
+
+def test_a_question_in_the_books_own_words_is_not_rewritten(conn, embedder):
+    from ragcli import expand
+
+    term = expand.nearest_terms(conn, embedder, "cerebral edema")[0]  # a term of the sample book
+    model = FakeChatModel(["The answer [S1]."])  # one reply: the answer; a rewrite call would take it
+    answer = ask.ask(conn, embedder, term, model, ask.AskOptions())
+    assert len(model.calls) == 1 and answer.expanded_query != "The answer [S1]."
+    assert "Question:" not in model.calls[0]["messages"][-1]["content"].split("\n")[0]
+
+
+def test_a_rewrite_in_other_words_is_kept_when_its_meaning_is_close():
+    def close(a: str, b: str) -> float:
+        return 0.4
+
+    def far(a: str, b: str) -> float:
+        return 0.1
+
+    q = "did the bullet come out somewhere else?"
+    assert ask.clean_rewrite("entrance and exit wounds", q, [], close) == "entrance and exit wounds"
+    assert ask.clean_rewrite("entrance and exit wounds", q, [], far) is None

@@ -199,7 +199,9 @@ def test_generation_with_fake_model_validates_citations(conn, embedder):
     reply = ("## Rupture\n- Rupture causes subarachnoid hemorrhage [S1]. Invented [S99].\n"
              "## Treatment\n- Clipping or coiling is used (S2, Source 3). See Ref 4.\n")
     fake = FakeChatModel(lambda m: reply if "Summarise what the passages say" in m[-1]["content"] else "aneurysm rupture")
-    s = summary.new(conn, embedder, "aneurysms", fake, summary.SummaryOptions(max_tokens=300))
+    # a topic in lay words (one of the book's own terms, "aneurysms", is not rewritten)
+    s = summary.new(conn, embedder, "bulging weak spots in brain arteries", fake,
+                    summary.SummaryOptions(max_tokens=300))
     assert len(fake.calls) == 2 and s.params["expanded_query"] == "aneurysm rupture"  # rewrite, then summary
     assert s.number == 1 and s.kind == "generated"
     assert s.model == {"name": "fake", "backend": "fake"}
@@ -213,9 +215,9 @@ def test_generation_with_fake_model_validates_citations(conn, embedder):
     assert system == prompt.SYSTEM_PROMPT  # shared by every call: llama.cpp re-uses its KV cache
     labels_line = user.split("Labels you may cite: ")[1].split("\n")[0]
     assert all(f"[{src['label']}]" in labels_line and f"[{src['label']}]" in user for src in s.sources)
-    assert "Summarise what the passages say about: aneurysms" in user
+    assert "Summarise what the passages say about: bulging weak spots in brain arteries" in user
     assert not any(c.text.startswith("#") or c.text in ("Rupture", "Treatment") for c in s.claims)
-    back = summary.get(conn, "Aneurysms", 1)
+    back = summary.get(conn, "Bulging weak spots in brain arteries", 1)
     assert back.text == s.text and back.removed_citations == s.removed_citations
     assert [c.text for c in back.claims] == [c.text for c in s.claims]
     assert back.sources[0]["text"] == s.sources[0]["text"] and back.status == "ok"
