@@ -63,6 +63,15 @@ def expand_question(conn, embedder, question: str, model, opts: AskOptions) -> E
     return Expansion(rewrite, terms, extra, time.perf_counter() - t0, base)
 
 
+def other_language_notice(conn, text: str, what: str, verb: str) -> Optional[str]:
+    """A notice when `text` seems to be in another language than the books (else None)."""
+    lang = language.other_language(text, lambda w: store.term_in_corpus(conn, w))
+    if not lang:
+        return None
+    return (f"the {what} looks {language.NAMES.get(lang, lang)}, but the books and the embedding "
+            f"model are English; {verb} in English")
+
+
 def in_book_words(base) -> bool:
     """The question is (nearly) one of the book's own terms: a rewrite has nothing to bridge and,
     with a small model, only reorders what the question found (bench/bench_rewrite.py)."""
@@ -167,12 +176,9 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     opts = opts or AskOptions()
     retrieve.check_scope(conn, opts.book_ids)
     timings: dict[str, float] = {}
-    lang = language.other_language(question, lambda w: store.term_in_corpus(conn, w))
-    if lang:
-        name = language.NAMES.get(lang, lang)
-        return Answer(question, None, "", "no_context", [], [], [], timings=timings, notice=(
-            f"the question looks {name}, but the books and the embedding model are English; "
-            f"ask in English"))
+    notice = other_language_notice(conn, question, "question", "ask")
+    if notice:
+        return Answer(question, None, "", "no_context", [], [], [], timings=timings, notice=notice)
     exp = expand_question(conn, embedder, question, model, opts)
     timings["expansion"] = exp.seconds
     if on_expanded:

@@ -84,6 +84,9 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
     key = normalise_topic(topic)
     topic = " ".join(topic.split())
     retrieve.check_scope(conn, opts.book_ids)
+    notice = ask.other_language_notice(conn, topic, "topic", "name it")
+    if notice:
+        raise NotFoundError(notice + "; nothing saved")
     timings: dict[str, float] = {}
     ask_opts = ask.AskOptions(k=opts.k, book_ids=opts.book_ids, expand=opts.expand, feedback=opts.feedback,
                               max_tokens=opts.max_tokens)

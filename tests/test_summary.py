@@ -182,6 +182,13 @@ def test_extractive_summary_is_grouped_by_section_and_every_line_cited(extractiv
     assert s.params["k"] == 16 and s.params["retrieved"] == 16 and s.params["embedding_model"]
 
 
+def test_topic_in_another_language_is_refused_and_saves_nothing(conn, embedder):
+    before = summary.topics(conn)
+    with pytest.raises(NotFoundError, match="looks Spanish.*nothing saved"):
+        summary.new(conn, embedder, "qué pasa después de cortar el cráneo del paciente", None)
+    assert summary.topics(conn) == before
+
+
 def test_no_passages_is_an_error_and_saves_nothing(conn, embedder):
     with pytest.raises(NotFoundError, match="do not seem to cover"):
         summary.new(conn, embedder, "quantum chromodynamics of gluon plasma")
