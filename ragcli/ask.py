@@ -16,14 +16,14 @@ NO_ANSWER = "The provided passages do not answer this."
 # the model is still told to say when the passages do not answer.
 DENSE_FLOOR = 0.30
 ANSWER_TOKENS_RESERVE = 64
-REWRITE_WEIGHT = 0.8
+REWRITE_WEIGHT = 0.8  # the LLM rewrite's lists weigh a little below the question's own
 # FM 4-25.11: the best book term of 12 of the 27 exact-term questions is this close, of none of the
 # 87 lay questions.
 IN_BOOK_WORDS = 0.8
 # A rewrite sharing no word with the question or the book terms must be this close to the question
 # (MiniLM cosine): good bridges measured 0.27-0.55 ("entrance and exit wounds" for "did the bullet
 # come out somewhere else"), small-model answers and echoes 0.02-0.20.
-REWRITE_MIN_SIMILARITY = 0.2  # the LLM rewrite's lists weigh a little below the question's own
+REWRITE_MIN_SIMILARITY = 0.2
 
 
 @dataclass
@@ -101,6 +101,7 @@ def _rewrite(conn, embedder, model, question: str, terms: list[str], book_ids) -
         text = model.chat(messages, max_tokens=48, grammar=one_line_grammar(160), temperature=0.0)
     except Exception:  # a failed rewrite must never fail the question
         return None
+
     def similarity(a: str, b: str) -> float:
         va, vb = embedder.embed([a, b])
         return float(va @ vb)

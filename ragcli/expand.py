@@ -11,7 +11,9 @@ phrases; vocabulary.py) with embeddings in the vec0 table `term_vec`. At query t
   and a heading-only lexical query (section-title match);
 - a re-rank of the first `rerank_top` fused hits by their cosine to the question and to the
   chosen terms (on by default), and optional Rocchio feedback (`feedback`: the question's vector
-  moved towards its first-pass top passages replaces it in the dense leg).
+  moved towards its first-pass top passages replaces it in the dense leg) with RM3-style words of
+  those passages as a lexical query (`lexical_feedback`); FEEDBACK is that profile (`--mode
+  feedback`, `ask --feedback`).
 
 What the numbers supported is recorded in docs/benchmarks-retrieval.md; DEFAULTS holds the kept
 settings. `nearest_terms` also feeds the LLM rewrite prompt.

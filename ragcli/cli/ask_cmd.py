@@ -6,7 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn
+from .common import (
+    BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt,
+    app, console, embedder_for, handle_errors, info, open_db, warn,
+)
 
 
 def model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens):

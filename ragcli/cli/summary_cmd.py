@@ -7,7 +7,10 @@ from typing import Annotated, Optional
 import typer
 
 from .ask_cmd import CtxOpt, GpuOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, model_options, read_grammar
-from .common import BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn
+from .common import (
+    BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt,
+    app, console, embedder_for, handle_errors, info, open_db, warn,
+)
 
 summary_app = typer.Typer(
     no_args_is_help=True,
