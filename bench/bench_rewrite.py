@@ -22,14 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from fm_expansion_check import first_rank  # noqa: E402  (bench/ is the script's folder)
 from ragcli import ask, db, embed, evaluate, llm  # noqa: E402
-
-
-def first_rank(q: evaluate.EvalQuery, hits) -> int:
-    for i, h in enumerate(hits, 1):
-        if h.book_id == q.book and set(range(h.page_start, h.page_end + 1)) & set(q.pages):
-            return i
-    return 0
 
 
 def main() -> int:
