@@ -41,26 +41,22 @@ class AskOptions:
 class Expansion:
     rewrite: Optional[str]
     terms: list[str]
-    extra: list[retrieve.Query]
     seconds: float
-    base: Any = None  # expand.Expansion: the model-free part
+    base: Any = None  # expand.Expansion: the model-free part (its extra queries, terms, candidates)
 
 
 def expand_question(conn, embedder, question: str, model, opts: AskOptions) -> Expansion:
     """Model-free expansion from the book's vocabulary, plus one LLM rewrite when a model is set."""
     t0 = time.perf_counter()
     if not opts.expand:
-        return Expansion(None, [], [], 0.0)
+        return Expansion(None, [], 0.0)
     from . import expand
 
     base = expand.expansions(conn, embedder, question, opts.book_ids)
-    extra, terms = list(base.extra), base.terms
     rewrite = None
     if model is not None and not in_book_words(base):
-        rewrite = _rewrite(conn, embedder, model, question, terms, opts.book_ids)
-        if rewrite:
-            extra = extra + [retrieve.Query(rewrite, weight=REWRITE_WEIGHT)]
-    return Expansion(rewrite, terms, extra, time.perf_counter() - t0, base)
+        rewrite = _rewrite(conn, embedder, model, question, base.terms, opts.book_ids)
+    return Expansion(rewrite, base.terms, time.perf_counter() - t0, base)
 
 
 def other_language_notice(conn, text: str, what: str, verb: str) -> Optional[str]:

@@ -49,8 +49,6 @@ class ExpansionOptions:
     heading_weight: float = 0.0  # question words matched against section headings only (0: off)
     feedback: int = 0  # relevance feedback (Rocchio): the question's vector + feedback_beta x the
     feedback_beta: float = 1.0  # mean vector of the first pass's top N passages replaces it (0: off)
-    feedback_keep_question: float = 0.0  # the question's own dense list beside the feedback one
-    feedback_distinct: bool = False  # feedback from the best passage of each section only
     lexical_feedback: int = 0  # RM3-style: the N first-pass top passages' most telling words (tf x
     lexical_feedback_terms: int = 10  # idf, the question's own words left out) join as a lexical
     lexical_feedback_weight: float = 0.3  # query of their own, at this weight (0 passages: off)
@@ -199,8 +197,6 @@ def search(conn, embedder, question: str, *, k: int = 10, book_ids: Optional[Seq
                                           search_options)
         if words:
             extra.append(Query(" ".join(words), options.lexical_feedback_weight, ("lexical",)))
-        if vector is not None and options.feedback_keep_question > 0:
-            extra.append(Query(question, options.feedback_keep_question, ("dense",)))
     result = retrieve.search(conn, embedder, question, k=k, mode="hybrid", book_ids=book_ids,
                              depth=depth, extra=extra, query_vector=vector, **search_options)
     if pinned:
@@ -234,32 +230,19 @@ def _feedback(conn, embedder, question: str, k: int, book_ids, depth: int, optio
     rank first: they must stay in the final top k, as retrieve.keep_original promises, and the
     feedback words for the lexical leg)."""
     n = max(options.feedback, options.lexical_feedback)
-    first = retrieve.search(conn, embedder, question, k=max(n * 4 if options.feedback_distinct else n,
-                                                            (k + 1) // 2),
+    first = retrieve.search(conn, embedder, question, k=max(n, (k + 1) // 2),
                             mode="hybrid", book_ids=book_ids, depth=depth, **search_options)
     pinned = first.hits[: (k + 1) // 2]
-    top = _distinct_sections(first.hits) if options.feedback_distinct else first.hits
-    words = feedback_words(conn, question, [h.text for h in top[: options.lexical_feedback]],
+    words = feedback_words(conn, question, [h.text for h in first.hits[: options.lexical_feedback]],
                            options.lexical_feedback_terms) if options.lexical_feedback > 0 else []
     if options.feedback <= 0:
         return None, pinned, words
-    vecs = passage_vectors(conn, [h.passage_id for h in top[: options.feedback]])
+    vecs = passage_vectors(conn, [h.passage_id for h in first.hits[: options.feedback]])
     if not vecs:
         return None, pinned, words
     qvec = embedder.embed([question])[0]
     v = qvec + options.feedback_beta * np.mean(np.stack(list(vecs.values())), axis=0)
     return (v / np.linalg.norm(v)).astype(np.float32), pinned, words
-
-
-def _distinct_sections(hits: list) -> list:
-    """The best hit of each section (a document of a BEIR corpus), in rank order."""
-    seen, out = set(), []
-    for h in hits:
-        key = (h.book_id, tuple(h.section_path))
-        if key not in seen:
-            seen.add(key)
-            out.append(h)
-    return out
 
 
 def feedback_words(conn, question: str, texts: list[str], n: int) -> list[str]:
