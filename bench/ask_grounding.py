@@ -49,7 +49,11 @@ def invalid_marks(answer: str, labels: set[str]) -> list[str]:
 
 
 def run(args) -> dict:
-    from ragcli import ask, db, embed, grounding, llm
+    from ragcli import ask
+    from ragcli.store import db
+    from ragcli.models import embed
+    from ragcli.answer import grounding
+    from ragcli.models import llm
 
     conn = db.connect(Path(args.db), create=False)
     embedder = embed.get_embedder()

@@ -2,7 +2,7 @@
 
     python bench/bench_embed.py --nfcorpus ../shared/data/nfcorpus [--doc docs/benchmarks-embed.md]
 
-(a) cold process: `python -c "import sentence_transformers"` vs a process that imports ragcli.embed
+(a) cold process: `python -c "import sentence_transformers"` vs a process that imports ragcli.models.embed
     and embeds one query (5 runs each);
 (b) passages/s on NFCorpus abstracts (title + text, cut to 1,600 characters): ST fp32 batch 32 vs
     the ONNX embedders (fp32 and int8), interleaved slice by slice;
@@ -30,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ragcli import embed  # noqa: E402
+from ragcli.models import embed  # noqa: E402
 
 QUERY = "how long can a tourniquet stay on before it damages the limb?"
 ONNX_BACKENDS = ("onnx", "onnx-int8")
@@ -75,9 +75,9 @@ def cold_start(runs: int) -> list[dict]:
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
     cases = [("python -c 'import sentence_transformers'", "import sentence_transformers", None)]
     for backend in ONNX_BACKENDS:
-        code = ("import sys; from ragcli.embed import get_embedder; "
+        code = ("import sys; from ragcli.models.embed import get_embedder; "
                 f"get_embedder().embed([{QUERY!r}]); assert 'torch' not in sys.modules")
-        cases.append((f"import ragcli.embed + 1 query ({backend})", code, backend))
+        cases.append((f"import ragcli.models.embed + 1 query ({backend})", code, backend))
     rows = []
     for label, code, backend in cases:
         run_env = dict(env, RAGCLI_EMBED_BACKEND=backend) if backend else env

@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
-    from ragcli import db, embed
+    from ragcli.store import db
+    from ragcli.models import embed
     from ragcli.types import Passage
 
     ap = argparse.ArgumentParser()

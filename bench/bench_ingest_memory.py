@@ -5,8 +5,8 @@
 
 The big PDF is made once (if --pdf does not exist) by joining the real PDFs of --pdfs with pymupdf
 insert_pdf, round after round, until it has --pages pages. Each mode runs in a new process:
-  parse    ragcli.pdf.parse() alone
-  ingest   ragcli.ingest.ingest_file() into a new corpus in a temp dir, the real default embedder
+  parse    ragcli.ingest.pdf.parse() alone
+  ingest   ragcli.ingest.pipeline.ingest_file() into a new corpus in a temp dir, the real default embedder
 Reported per mode: wall time, peak RSS (ru_maxrss, exact) and an RSS trace (psutil, every 0.5 s)
 by phase, plus how often the progress callback fired in each phase and over what time span.
 """
@@ -70,13 +70,15 @@ def child(mode: str, pdf: Path) -> dict:
         events.setdefault(phase, []).append(time.perf_counter() - t0)
 
     if mode == "parse":
-        from ragcli import pdf as pdfmod
+        from ragcli.ingest import pdf as pdfmod
 
         parsed = pdfmod.parse(pdf, on_page=lambda d, t: progress("pages", d, t))
         sampler.phase = "after parse"
         extra = {"pages": len(parsed.pages), "sections": len(parsed.sections)}
     else:
-        from ragcli import db, embed, ingest
+        from ragcli.store import db
+        from ragcli.models import embed
+        from ragcli.ingest import pipeline as ingest
 
         with tempfile.TemporaryDirectory() as tmp:
             conn = db.connect(Path(tmp) / "corpus.db")

@@ -26,8 +26,9 @@ ANSWER = ("After the bone flap is lifted the dura is opened [S1]. Brain relaxati
 
 
 def reuse(model) -> list[dict]:
-    from ragcli import grounding, prompt
-    from ragcli.llm import forced_text_grammar, one_line_grammar
+    from ragcli.answer import grounding
+    from ragcli.answer import prompt
+    from ragcli.models.llm import forced_text_grammar, one_line_grammar
     from ragcli.types import Answer, Hit, Source
 
     hit = lambda i, text: Hit(i, "passage", "b", "Book", ["Chapter 3 Craniotomy"], 7, 7, "5", text)  # noqa
@@ -59,8 +60,8 @@ class _Flat:
 
 
 def streaming(model, runs: int) -> dict:
-    from ragcli.citations import StreamFilter
-    from ragcli.llm import forced_text_grammar
+    from ragcli.answer.citations import StreamFilter
+    from ragcli.models.llm import forced_text_grammar
 
     grammar_text = forced_text_grammar(ANSWER)
     import llama_cpp
@@ -90,7 +91,7 @@ def streaming(model, runs: int) -> dict:
 
 
 def main() -> int:
-    from ragcli import llm
+    from ragcli.models import llm
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--model")

@@ -23,7 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragcli import db, embed, evaluate, expand, ingest, retrieve  # noqa: E402
+from ragcli import evaluate
+from ragcli.store import db
+from ragcli.models import embed
+from ragcli.search import expansion as expand
+from ragcli.ingest import pipeline as ingest
+from ragcli.search import legs as retrieve  # noqa: E402
 
 ANCHORS = {"BM25 (BEIR paper)": 0.325, "all-MiniLM-L6-v2 (MTEB)": 0.316, "BM25+BGE-base RRF": 0.3725}
 E = expand.DEFAULTS
@@ -133,7 +138,7 @@ def searcher(conn, embedder, name: str, depth: int):
 def run_set(db_path: Path, queries, names: list[str], depth: int, scope=None) -> evaluate.EvalReport:
     conn = db.connect(db_path, create=False)
     embedder = embed.get_embedder()
-    known = [b.id for b in __import__("ragcli.store", fromlist=["x"]).list_books(conn)]
+    known = [b.id for b in __import__("ragcli.store.corpus", fromlist=["x"]).list_books(conn)]
     for q in queries:
         q.book = evaluate.resolve_book(q.book, known) if q.book else None
     report = evaluate.evaluate({n: searcher(conn, embedder, n, depth) for n in names}, queries, scope)

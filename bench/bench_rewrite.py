@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fm_expansion_check import first_rank  # noqa: E402  (bench/ is the script's folder)
-from ragcli import ask, db, embed, evaluate, llm  # noqa: E402
+from ragcli import ask, evaluate
+from ragcli.store import db
+from ragcli.models import embed
+from ragcli.models import llm  # noqa: E402
 
 
 def main() -> int:

@@ -27,7 +27,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from make_synthetic import MODEL, synthetic_queries  # noqa: E402
-from ragcli import db, retrieve, store  # noqa: E402
+from ragcli.store import db
+from ragcli.search import legs as retrieve
+from ragcli.store import corpus as store  # noqa: E402
 
 K = 10
 

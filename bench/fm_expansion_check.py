@@ -16,7 +16,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragcli import db, embed, evaluate, expand, pdf, retrieve, store, vocabulary  # noqa: E402
+from ragcli import evaluate
+from ragcli.store import db
+from ragcli.models import embed
+from ragcli.search import expansion as expand
+from ragcli.ingest import pdf
+from ragcli.search import legs as retrieve
+from ragcli.store import corpus as store
+from ragcli.ingest import vocabulary  # noqa: E402
 
 
 def refresh_terms(conn, embedder, book_id: str, pdf_path: Path) -> int:

@@ -13,7 +13,7 @@ For every question it prints the first 200 characters of each answer page and ve
 Exit code 0 when everything matches, 1 otherwise.
 
 --baseline additionally reports page-level hit@1/hit@5 of two naive retrievers over whole pages
-(BM25 and all-MiniLM-L6-v2 via ragcli.embed), as a reference point for `ragcli eval retrieval`.
+(BM25 and all-MiniLM-L6-v2 via ragcli.models.embed), as a reference point for `ragcli eval retrieval`.
 """
 from __future__ import annotations
 
@@ -268,7 +268,7 @@ def baseline(questions: list[dict], texts: list[str]) -> None:
     bm = [bm25_rank(q["question"], docs) for q in questions]
     print("BM25 pages      ", _hits(bm, questions, "lay"), "|", _hits(bm, questions, "exact"))
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from ragcli.embed import get_embedder
+    from ragcli.models.embed import get_embedder
 
     emb = get_embedder()
     pv = emb.embed([normalise(t) or " " for t in texts])

@@ -25,7 +25,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ragcli import db, store  # noqa: E402
+from ragcli.store import db
+from ragcli.store import corpus as store  # noqa: E402
 
 DIM = 384
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"

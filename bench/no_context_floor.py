@@ -28,14 +28,16 @@ OFF_TOPIC = [
 
 
 def best_cosine(conn, embedder, question: str) -> float:
-    from ragcli import retrieve
+    from ragcli.search import legs as retrieve
 
     hits = retrieve.search(conn, embedder, question, k=8, mode="dense").hits
     return max((h.dense_score for h in hits if h.dense_score is not None), default=0.0)
 
 
 def main() -> int:
-    from ragcli import ask, db, embed
+    from ragcli import ask
+    from ragcli.store import db
+    from ragcli.models import embed
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--db", required=True)

@@ -1,4 +1,4 @@
-"""SciFact calibration benchmark for the per-claim support scorer (ragcli.support).
+"""SciFact calibration benchmark for the per-claim support scorer (ragcli.answer.support).
 
     python bench/support_scifact.py --data ../shared/data/scifact --split validation --n 300
 
@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragcli import support  # noqa: E402
+from ragcli.answer import support  # noqa: E402
 
 csv.field_size_limit(10**8)
 
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit", action="store_true", help="refit coefficients (train only) and print them")
     args = ap.parse_args(argv)
 
-    from ragcli.embed import get_embedder
+    from ragcli.models.embed import get_embedder
 
     runtime = get_embedder()
     # hard negatives: whole-abstract embeddings (cached once); scoring: the run-time backend's vectors

@@ -1,3 +1,3 @@
-from .cli import main
+from ragcli.cli import main
 
 main()

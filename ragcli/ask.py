@@ -6,8 +6,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from . import citations, language, prompt, retrieve, store
-from .types import Answer, Source
+from ragcli import language
+from ragcli.answer import citations
+from ragcli.answer import prompt
+from ragcli.search import legs as retrieve
+from ragcli.store import corpus as store
+from ragcli.types import Answer, Source
 
 NO_ANSWER = "The provided passages do not answer this."
 # bench/no_context_floor.py on FM 4-25.11: the best passage cosine of all 114 questions of the book's
@@ -50,7 +54,7 @@ def expand_question(conn, embedder, question: str, model, opts: AskOptions) -> E
     t0 = time.perf_counter()
     if not opts.expand:
         return Expansion(None, [], 0.0)
-    from . import expand
+    from ragcli.search import expansion as expand
 
     base = expand.expansions(conn, embedder, question, opts.book_ids)
     rewrite = None
@@ -80,7 +84,7 @@ def retrieve_passages(conn, embedder, question: str, exp: Expansion, opts: AskOp
     pseudo-relevance feedback."""
     if not opts.expand:
         return retrieve.search(conn, embedder, question, k=opts.k, book_ids=opts.book_ids)
-    from . import expand
+    from ragcli.search import expansion as expand
 
     more = [retrieve.Query(exp.rewrite, weight=REWRITE_WEIGHT)] if exp.rewrite else []
     return expand.search(conn, embedder, question, k=opts.k, book_ids=opts.book_ids,
@@ -89,7 +93,7 @@ def retrieve_passages(conn, embedder, question: str, exp: Expansion, opts: AskOp
 
 
 def _rewrite(conn, embedder, model, question: str, terms: list[str], book_ids) -> Optional[str]:
-    from .llm import one_line_grammar
+    from ragcli.models.llm import one_line_grammar
 
     titles = [b.title for b in store.list_books(conn, book_ids)]
     messages = prompt.rewrite_messages(question, titles, terms)
@@ -111,7 +115,7 @@ def clean_rewrite(text: str, question: str, terms: Sequence[str] = (),
     shares a word with the question or the book terms offered, or its meaning is close enough to
     the question's) and does not copy the instructions; else fall back to the original. Small
     models answer or echo the prompt instead of rewriting (bench/bench_rewrite.py)."""
-    from .expand import content_words, stem
+    from ragcli.search.expansion import content_words, stem
 
     text = " ".join(text.replace("\n", " ").split()).strip(" \"'`")
     text = re.sub(r"^(rewritten question|question)\s*:\s*", "", text, flags=re.I)
@@ -233,7 +237,7 @@ def _render_prompt(messages: list[dict]) -> str:
 
 def _extractive(embedder, question, sources: list[Source], base, timings) -> Answer:
     """No model: the sentences that best answer the question, each with its label."""
-    from . import extractive
+    from ragcli.answer import extractive
 
     t = time.perf_counter()
     text, _ = extractive.answer(embedder, question, sources)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .errors import UsageError
+from ragcli.errors import UsageError
 
 
 def _xdg(var: str, fallback: str) -> Path:

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .errors import InputError, NotFoundError, UsageError
-from .types import Hit
+from ragcli.errors import InputError, NotFoundError, UsageError
+from ragcli.types import Hit
 
 MODES = ("lexical", "dense", "hybrid", "expanded", "feedback")
 DEFAULT_MODES = MODES
@@ -238,7 +238,7 @@ def searcher(conn, embedder, mode: str, depth: int = 100) -> SearchFn:
     expansion, `feedback` = that + pseudo-relevance feedback). Page-set questions only look at the
     first 10 passages, so they need no deep ranking; BEIR needs about 3 passages per document for
     Recall@100."""
-    from . import expand
+    from ragcli.search import expansion as expand
 
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
@@ -253,7 +253,7 @@ def run_eval(conn, embedder, queries: list[EvalQuery], modes: Sequence[str] = DE
              book_ids: Optional[list[str]] = None, depth: Optional[int] = None,
              keep_ranked: int = 0) -> EvalReport:
     """The core of `ragcli eval retrieval`."""
-    from . import store
+    from ragcli.store import corpus as store
 
     known = [b.id for b in store.list_books(conn)]
     if not known:

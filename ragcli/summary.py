@@ -20,9 +20,15 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from . import ask, citations, extractive, prompt, retrieve, store, summary_store
-from .errors import NotFoundError, UsageError
-from .types import Answer, Source, Summary
+from ragcli import ask
+from ragcli.answer import citations
+from ragcli.answer import extractive
+from ragcli.answer import prompt
+from ragcli.search import legs as retrieve
+from ragcli.store import corpus as store
+from ragcli.store import summaries as summary_store
+from ragcli.errors import NotFoundError, UsageError
+from ragcli.types import Answer, Source, Summary
 
 DEFAULT_K = 16
 MAX_TOKENS = 768
@@ -158,7 +164,7 @@ def source_record(source: Source, cited: bool) -> dict:
     h = source.hit
     text_hash = h.text_hash
     if not text_hash:
-        from .chunking import sha256
+        from ragcli.ingest.chunking import sha256
 
         text_hash = sha256(h.text)
     return {"label": source.label, "cited": cited, "passage_id": h.passage_id, "book_id": h.book_id,
@@ -169,7 +175,7 @@ def source_record(source: Source, cited: bool) -> dict:
 
 def assess_claims(summary: Summary, sources: list[Source], embedder) -> list:
     """Per-claim support of the summary's sentences (headings are not claims)."""
-    from . import grounding
+    from ragcli.answer import grounding
 
     body = "\n".join(line for line in summary.text.splitlines() if not line.lstrip().startswith("#"))
     cited = [s["label"] for s in summary.sources if s["cited"]]

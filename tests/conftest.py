@@ -64,7 +64,7 @@ def isolated_env(monkeypatch, tmp_path, model_cache):
 @pytest.fixture(scope="session")
 def embedder(model_cache):
     """The real default embedder (all-MiniLM-L6-v2), loaded once per process."""
-    from ragcli import embed
+    from ragcli.models import embed
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RAGCLI_CACHE", str(model_cache))
@@ -76,7 +76,8 @@ def embedder(model_cache):
 @pytest.fixture(scope="session")
 def template_db(tmp_path_factory, embedder) -> dict:
     """The sample book and the three fixture PDFs, ingested once: {"path": Path, "results": {id: ...}}."""
-    from ragcli import db, ingest
+    from ragcli.store import db
+    from ragcli.ingest import pipeline as ingest
 
     path = tmp_path_factory.mktemp("template") / "corpus.db"
     conn = db.connect(path)
@@ -98,7 +99,7 @@ def corpus_db(template_db, tmp_path) -> Path:
 def _fingerprint(path: Path) -> str:
     """sha256 over the schema and every row of every real table (virtual tables are covered by
     their shadow tables). Opens the file read-only."""
-    from ragcli.db import sqlite3
+    from ragcli.store.db import sqlite3
 
     conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
     try:

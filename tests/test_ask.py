@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragcli import ask, prompt
+from ragcli import ask
+from ragcli.answer import prompt
 from ragcli.cli import app
-from ragcli.llm import FakeChatModel, forced_text_grammar
+from ragcli.models.llm import FakeChatModel, forced_text_grammar
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
@@ -21,7 +22,9 @@ LABEL = re.compile(r"\[([A-Z])\s*(\d+)\]")
 @pytest.fixture(scope="module")
 def ask_db(tmp_path_factory):
     """The sample book ingested once for this module (real pymupdf, embeddings, sqlite-vec)."""
-    from ragcli import db, embed, ingest
+    from ragcli.store import db
+    from ragcli.models import embed
+    from ragcli.ingest import pipeline as ingest
 
     path = tmp_path_factory.mktemp("ask") / "corpus.db"
     conn = db.connect(path)
@@ -32,7 +35,7 @@ def ask_db(tmp_path_factory):
 
 @pytest.fixture
 def conn(ask_db, tmp_path):
-    from ragcli import db
+    from ragcli.store import db
 
     copy = tmp_path / "corpus.db"
     shutil.copy(ask_db, copy)
@@ -43,7 +46,7 @@ def conn(ask_db, tmp_path):
 
 @pytest.fixture(scope="module")
 def embedder():
-    from ragcli import embed
+    from ragcli.models import embed
 
     return embed.get_embedder()
 
@@ -53,7 +56,7 @@ def labels_in(text: str) -> set[str]:
 
 
 def test_labels_follow_rank_and_kind(conn, embedder):
-    from ragcli import retrieve
+    from ragcli.search import legs as retrieve
 
     hits = retrieve.search(conn, embedder, "saccular aneurysm figure", k=8).hits
     sources = prompt.label_sources(hits)
@@ -105,7 +108,7 @@ def test_expansion_is_used_and_shown(conn, embedder):
 
 
 def test_bad_rewrite_cannot_push_out_the_original_hits(conn, embedder):
-    from ragcli import retrieve
+    from ragcli.search import legs as retrieve
 
     question = "nimodipine dose for vasospasm"
     plain = [h.passage_id for h in retrieve.search(conn, embedder, question, k=8).hits]
@@ -145,7 +148,7 @@ def test_a_rewrite_in_the_books_terms_is_kept():
 
 
 def test_rewrite_prompt_shows_worked_examples_before_the_task():
-    from ragcli import prompt
+    from ragcli.answer import prompt
 
     msgs = prompt.rewrite_messages("why does the brain swell?", ["Primer"], ["cerebral edema"])
     assert msgs[0] == {"role": "system", "content": prompt.SYSTEM_PROMPT}  # shared: KV cache reuse
@@ -184,7 +187,7 @@ def test_question_in_another_language_is_flagged(conn, embedder):
 
 
 def test_prompt_fits_the_window_by_dropping_lowest_ranked(conn, embedder):
-    from ragcli import retrieve
+    from ragcli.search import legs as retrieve
 
     sources = prompt.label_sources(retrieve.search(conn, embedder, "cerebral edema", k=8).hits)
     count = lambda text: len(text) // 4 + 1  # noqa: E731
@@ -252,7 +255,7 @@ def test_cli_ask_model_errors_are_one_line(ask_db, tmp_path):
 
 
 def test_a_question_in_the_books_own_words_is_not_rewritten(conn, embedder):
-    from ragcli import expand
+    from ragcli.search import expansion as expand
 
     term = expand.nearest_terms(conn, embedder, "cerebral edema")[0]  # a term of the sample book
     model = FakeChatModel(["The answer [S1]."])  # one reply: the answer; a rewrite call would take it

@@ -97,9 +97,9 @@ def test_folder_run_reports_bad_files_and_ingests_the_rest(cli, bad_files, tmp_p
 
 def test_read_only_corpus(corpus_db, cli, fingerprint, monkeypatch):
     """Tests run as root, where chmod 444 does not stop writes. A file the user cannot write is opened
-    with `?mode=ro` (ragcli.db); here `_writable` says no, so SQLite refuses writes exactly as it
+    with `?mode=ro` (ragcli.store.db); here `_writable` says no, so SQLite refuses writes exactly as it
     would for a user without write permission."""
-    from ragcli import db
+    from ragcli.store import db
 
     before = fingerprint(corpus_db)
     monkeypatch.setattr(db, "_writable", lambda path: False)
@@ -115,7 +115,7 @@ def test_read_only_corpus(corpus_db, cli, fingerprint, monkeypatch):
 def test_locked_corpus(corpus_db, cli, fingerprint, monkeypatch):
     monkeypatch.setenv("RAGCLI_BUSY_TIMEOUT_MS", "200")
     before = fingerprint(corpus_db)
-    from ragcli.db import sqlite3  # the same SQLite library: POSIX locks never conflict within a process
+    from ragcli.store.db import sqlite3  # the same SQLite library: POSIX locks never conflict within a process
 
     holder = sqlite3.connect(corpus_db, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
@@ -181,7 +181,8 @@ def test_corpus_path_is_a_directory(cli, tmp_path):
 # -- Ctrl-C and crashes mid-book ----------------------------------------------------------------
 
 def test_interrupt_while_embedding_changes_nothing(corpus_db, embedder, fingerprint, tmp_path):
-    from ragcli import db, ingest
+    from ragcli.store import db
+    from ragcli.ingest import pipeline as ingest
 
     before = fingerprint(corpus_db)
     conn = db.connect(corpus_db)
@@ -205,7 +206,7 @@ def test_interrupt_while_embedding_changes_nothing(corpus_db, embedder, fingerpr
 
 
 def _fail_after_some_rows(monkeypatch, exc):
-    from ragcli import store
+    from ragcli.store import corpus as store
 
     real = store.insert_passages
 

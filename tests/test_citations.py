@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragcli.citations import MAX_HOLD, MAX_SPAN, StreamFilter, cited_labels, validate
+from ragcli.answer.citations import MAX_HOLD, MAX_SPAN, StreamFilter, cited_labels, validate
 
 VALID = {"S1", "S2", "S3", "F1"}
 PAGES = {"45": ["S2"], "2-25": ["S3"], "7": ["S1"], "8": ["S3"]}

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragcli import embed
+from ragcli.models import embed
 
 ROOT = Path(__file__).resolve().parents[1]
 HEART_PDF = Path(__file__).resolve().parent / "fixtures" / "heart-failure-programmes-article.pdf"
@@ -170,7 +170,7 @@ def test_export_files_and_meta(model_cache, onnx_embedders):
 
 
 def test_query_process_never_imports_torch(model_cache, onnx_embedders):
-    code = ("import sys; from ragcli.embed import get_embedder; e = get_embedder(); "
+    code = ("import sys; from ragcli.models.embed import get_embedder; e = get_embedder(); "
             "v = e.embed(['how do I stop bleeding?']); "
             "assert v.shape == (1, 384), v.shape; "
             "bad = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]; "

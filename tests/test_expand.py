@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ragcli import evaluate, expand
-from ragcli.retrieve import Query
+from ragcli import evaluate
+from ragcli.search import expansion as expand
+from ragcli.search.legs import Query
 
 ROOT = Path(__file__).resolve().parents[1]
 PDF = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
@@ -22,7 +23,9 @@ BEIR = ROOT / "tests" / "fixtures" / "beir_tiny" / "corpus.jsonl"
 def library(tmp_path_factory):
     """The sample book (id "sample") and the tiny BEIR collection (id "tiny") in one corpus."""
     pytest.importorskip("pymupdf")
-    from ragcli import db, embed, ingest
+    from ragcli.store import db
+    from ragcli.models import embed
+    from ragcli.ingest import pipeline as ingest
 
     conn = db.connect(tmp_path_factory.mktemp("expand") / "corpus.db")
     embedder = embed.get_embedder()
@@ -121,7 +124,7 @@ def test_rerank_reorders_only_the_head_and_keeps_the_same_hits(library):
 
 
 def test_feedback_keeps_the_questions_own_top_hits(library):
-    from ragcli import retrieve
+    from ragcli.search import legs as retrieve
 
     conn, embedder = library
     q = "mannitol dose"
@@ -146,7 +149,7 @@ def test_keep_pinned_replaces_the_lowest_other_hits():
 
 
 def test_group_by_page_gives_one_hit_per_page(library):
-    from ragcli import retrieve
+    from ragcli.search import legs as retrieve
 
     conn, embedder = library
     result = retrieve.search(conn, embedder, "intracranial pressure", k=10, book_ids=["sample"],
@@ -172,7 +175,7 @@ def test_feedback_words_come_from_several_passages_and_skip_the_question(library
 
 
 def test_feedback_mode_adds_lexical_feedback_and_keeps_the_own_top_hits(library):
-    from ragcli import retrieve
+    from ragcli.search import legs as retrieve
 
     conn, embedder = library
     q = "how is raised pressure inside the skull treated"
@@ -185,7 +188,7 @@ def test_feedback_mode_adds_lexical_feedback_and_keeps_the_own_top_hits(library)
 
 
 def test_fusion_window_ranks_deep_only_ids_after_the_window():
-    from ragcli import retrieve
+    from ragcli.search import legs as retrieve
 
     lex = [1, 2, 3, 4, 5, 6]
     dense = [7, 8, 6, 5, 9, 10]

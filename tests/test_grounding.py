@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragcli import ask, grounding, retrieve
+from ragcli import ask
+from ragcli.answer import grounding
+from ragcli.search import legs as retrieve
 from ragcli.cli import app
-from ragcli.llm import FakeChatModel, forced_text_grammar
-from ragcli.prompt import label_sources
+from ragcli.models.llm import FakeChatModel, forced_text_grammar
+from ragcli.answer.prompt import label_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
@@ -19,7 +21,9 @@ SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    from ragcli import db, embed, ingest
+    from ragcli.store import db
+    from ragcli.models import embed
+    from ragcli.ingest import pipeline as ingest
 
     path = tmp_path_factory.mktemp("grounding") / "corpus.db"
     conn = db.connect(path)

@@ -17,7 +17,7 @@ SAMPLE_TITLE = "A Primer of Cerebrovascular Neurosurgery"
 
 
 def _rows(path, sql, *args):
-    from ragcli.db import sqlite3
+    from ragcli.store.db import sqlite3
 
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
@@ -110,7 +110,7 @@ def test_running_headers_and_footers_are_not_passages(template_db):
 
 
 def test_passages_are_sized_and_never_cross_sections(template_db):
-    from ragcli import chunking
+    from ragcli.ingest import chunking
 
     rows = _rows(template_db["path"], "SELECT text, section_path, page_start, page_end FROM passages "
                  "WHERE kind='passage'")
@@ -163,7 +163,7 @@ def test_changed_file_needs_replace_and_reuses_vectors(corpus_db, cli, fingerpri
     assert report["status"] == "replaced" and report["book_id"] == "malawi"
     assert report["reused"] > 0 and 0 < report["embedded"] < report["reused"]
 
-    from ragcli import db
+    from ragcli.store import db
 
     conn = db.connect(corpus_db, create=False)
     n_pass = conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
@@ -188,7 +188,7 @@ def test_books_list_and_remove(corpus_db, cli):
     assert {b["id"] for b in json.loads(cli("books", "--json").stdout)} == set(BOOKS) - {"malawi"}
     for table in ("pages", "sections", "figures", "passages", "terms"):
         assert _rows(corpus_db, f"SELECT COUNT(*) FROM {table} WHERE book_id='malawi'") == [(0,)]
-    from ragcli import db
+    from ragcli.store import db
 
     conn = db.connect(corpus_db, create=False)
     assert conn.execute("SELECT COUNT(*) FROM passage_vec WHERE book_id='malawi'").fetchone()[0] == 0

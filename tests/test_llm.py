@@ -8,16 +8,8 @@ import pytest
 
 from conftest_llm import tiny_gguf  # noqa: F401  (fixture; also imported by conftest.py)
 from ragcli.errors import ModelError
-from ragcli.llm import (
-    FakeChatModel,
-    LlamaCppModel,
-    forced_text_grammar,
-    gguf_metadata,
-    json_verdicts_grammar,
-    load_model,
-    one_line_grammar,
-    parse_verdicts,
-    trained_context,
+from ragcli.models.llm import (
+    FakeChatModel, LlamaCppModel, forced_text_grammar, gguf_metadata, json_verdicts_grammar, load_model, one_line_grammar, parse_verdicts, trained_context,
 )
 from tinymodel import (
     CONTEXT_LENGTH,

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from ragcli import db, migrations
+from ragcli.store import db
+from ragcli.store import migrations
 
 
 def _applied(path):

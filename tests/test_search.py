@@ -68,7 +68,9 @@ def test_fts_operators_and_punctuation_never_fail(corpus_db, cli, query):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(max_size=60))
 def test_fts_query_is_always_valid(template_db, text):
-    from ragcli import db, retrieve, store
+    from ragcli.store import db
+    from ragcli.search import legs as retrieve
+    from ragcli.store import corpus as store
 
     conn = db.connect(template_db["path"], create=False)
     try:
@@ -96,7 +98,7 @@ def test_empty_corpus_and_no_corpus(cli, tmp_path):
     assert res.exit_code == 4 and "no corpus at" in res.stderr and "ragcli ingest" in res.stderr
     assert not (tmp_path / "corpus.db").exists()  # search never creates a corpus
 
-    from ragcli import db
+    from ragcli.store import db
 
     db.connect(tmp_path / "corpus.db").close()
     res = cli("search", "aneurysm", "--json")

@@ -17,9 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from ragcli import db, prompt, summary, summary_store
+from ragcli import summary
+from ragcli.store import db
+from ragcli.answer import prompt
+from ragcli.store import summaries as summary_store
 from ragcli.errors import NotFoundError, UsageError
-from ragcli.llm import FakeChatModel, forced_text_grammar
+from ragcli.models.llm import FakeChatModel, forced_text_grammar
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
@@ -98,7 +101,8 @@ def test_schema_refuses_a_duplicate_number(conn, extractive):
 _WRITER = r"""
 import sys, time
 from pathlib import Path
-from ragcli import db, summary_store
+from ragcli.store import db
+from ragcli.store import summaries as summary_store
 from ragcli.types import Summary
 
 path, go, tag, n = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
@@ -273,7 +277,8 @@ def test_cli_generation_with_real_llama_cpp(corpus_db, cli, tiny_gguf, tmp_path)
 
 def _no_models(monkeypatch):
     """`show`, `list` and `topics` must not load an embedding model or a chat model."""
-    from ragcli import embed, llm
+    from ragcli.models import embed
+    from ragcli.models import llm
 
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded")

@@ -7,15 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragcli import support
-from ragcli.support import (
-    SupportResult,
-    is_negated,
-    missing_numbers,
-    numbers,
-    score_claim,
-    score_claims,
-    split_sentences,
+from ragcli.answer import support
+from ragcli.answer.support import (
+    SupportResult, is_negated, missing_numbers, numbers, score_claim, score_claims, split_sentences,
 )
 
 PASSAGE = [
@@ -39,7 +33,7 @@ class CountingEmbedder:
 
 @pytest.fixture(scope="module")
 def embedder():
-    from ragcli.embed import get_embedder
+    from ragcli.models.embed import get_embedder
 
     return get_embedder()
 

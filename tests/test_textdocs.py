@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ragcli import ingest, textdocs
+from ragcli.ingest import pipeline as ingest
+from ragcli.ingest import textdocs
 from ragcli.errors import InputError
 
 BEIR = Path(__file__).resolve().parent / "fixtures" / "beir_tiny"
@@ -98,7 +99,10 @@ def test_discover_takes_corpus_jsonl_but_not_queries_or_notes(tmp_path):
 
 
 def test_ingest_beir_and_markdown_through_the_pipeline(tmp_path):
-    from ragcli import db, embed, retrieve, store
+    from ragcli.store import db
+    from ragcli.models import embed
+    from ragcli.search import legs as retrieve
+    from ragcli.store import corpus as store
 
     conn = db.connect(tmp_path / "c.db")
     embedder = embed.get_embedder()

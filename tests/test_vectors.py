@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragcli import db, store
+from ragcli.store import db
+from ragcli.store import corpus as store
 
 ROOT = Path(__file__).resolve().parent.parent
 DIM = 384

@@ -1,9 +1,9 @@
 """Typer app: arguments -> one core call -> render. Command groups live in sibling modules."""
 from __future__ import annotations
 
-from . import ask_cmd, corpus_cmds, eval_cmd, search_cmd, summary_cmd  # noqa: F401  (register commands)
-from . import common
-from .common import app
+from ragcli.cli import ask_cmd, corpus_cmds, eval_cmd, search_cmd, summary_cmd  # noqa: F401  (register commands)
+from ragcli.cli import common
+from ragcli.cli.common import app
 
 
 def main() -> None:

@@ -6,15 +6,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import (
-    BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt,
-    app, console, embedder_for, handle_errors, info, open_db, warn,
+from ragcli.cli.common import (
+    BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn,
 )
 
 
 def model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens):
     """Merge flags, RAGCLI_MODEL and the config file; load the model (None when none is configured)."""
-    from .. import config, llm
+    from ragcli import config
+    from ragcli.models import llm
 
     s = config.model_settings(path=model, n_ctx=ctx, threads=threads, gpu_layers=gpu_layers, seed=seed,
                               temperature=temperature, max_tokens=max_tokens)
@@ -60,9 +60,9 @@ def ask(
     db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
 ) -> None:
     """Answer a question from the books, citing only passages that were retrieved."""
-    from .. import ask as core
-    from .. import render
-    from ..embed import MemoEmbedder
+    from ragcli import ask as core
+    from ragcli.render import terminal as render
+    from ragcli.models.embed import MemoEmbedder
 
     conn = open_db(db, create=False)
     core.retrieve.check_scope(conn, book)
@@ -98,7 +98,7 @@ def ask(
 
 
 def read_grammar(path: Optional[str]) -> Optional[str]:
-    from ..errors import UsageError
+    from ragcli.errors import UsageError
 
     if not path:
         return None
@@ -110,6 +110,6 @@ def read_grammar(path: Optional[str]) -> Optional[str]:
 
 def _assess(answer, embedder, chat_model, verify: bool) -> None:
     """Per-claim support, and the optional --verify pass."""
-    from .. import grounding
+    from ragcli.answer import grounding
 
     grounding.assess(answer, embedder, chat_model if verify else None)

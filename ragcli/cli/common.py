@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import RagcliError
+from ragcli.errors import RagcliError
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -78,8 +78,8 @@ def handle_errors(fn):
 
 
 def _corpus_error(exc: Exception):
-    from .. import db as dbmod
-    from ..errors import CorpusError
+    from ragcli.store import db as dbmod
+    from ragcli.errors import CorpusError
 
     known = ("readonly", "read-only", "locked", "busy", "not a database", "malformed", "disk")
     if isinstance(exc, dbmod.DatabaseError) and any(word in str(exc) for word in known):
@@ -94,7 +94,8 @@ def _escape(text: str) -> str:
 
 
 def open_db(db: Optional[str], create: bool = True):
-    from .. import config, db as dbmod
+    from ragcli import config
+    from ragcli.store import db as dbmod
 
     return dbmod.connect(config.db_path(db), create=create)
 
@@ -102,7 +103,8 @@ def open_db(db: Optional[str], create: bool = True):
 def embedder_for(conn, name: Optional[str] = None, quiet: bool = False, bulk: bool = False):
     """The embedder the corpus was built with (or the one asked for), loaded once, with a spinner.
     bulk=True: the ingest variant (int8 weights for the default model)."""
-    from .. import embed, store
+    from ragcli.models import embed
+    from ragcli.store import corpus as store
 
     recorded = store.embedding_model(conn)
     name = name or (recorded[0] if recorded else embed.DEFAULT_MODEL)

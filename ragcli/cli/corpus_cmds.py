@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, err, handle_errors, info, open_db
+from ragcli.cli.common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, err, handle_errors, info, open_db
 
 
 @app.command()
@@ -22,9 +22,9 @@ def ingest(
     embed_model: EmbedOpt = None,
 ) -> None:
     """Add PDF books to the corpus (pages, sections, figures, passages, vectors)."""
-    from .. import ingest as core
-    from ..errors import InputError, RagcliError, UsageError
-    from ..render import print_json
+    from ragcli.ingest import pipeline as core
+    from ragcli.errors import InputError, RagcliError, UsageError
+    from ragcli.render.terminal import print_json
 
     files = core.discover(paths)
     if not files:
@@ -107,8 +107,8 @@ def books(ctx: typer.Context, db: DbOpt = None, json_out: JsonOpt = False) -> No
     """What is in the corpus."""
     if ctx.invoked_subcommand:
         return
-    from .. import store
-    from ..render import books_table, print_json
+    from ragcli.store import corpus as store
+    from ragcli.render.terminal import books_table, print_json
 
     conn = open_db(db)
     rows = store.list_books(conn)
@@ -125,8 +125,8 @@ def books(ctx: typer.Context, db: DbOpt = None, json_out: JsonOpt = False) -> No
 def books_remove(book_id: Annotated[str, typer.Argument(help="Book id (see `ragcli books`).")],
                  db: DbOpt = None, json_out: JsonOpt = False) -> None:
     """Remove a book and everything of it."""
-    from .. import ingest as core
-    from ..render import print_json
+    from ragcli.ingest import pipeline as core
+    from ragcli.render.terminal import print_json
 
     conn = open_db(db, create=False)
     core.remove_book(conn, book_id)
@@ -140,8 +140,8 @@ def books_remove(book_id: Annotated[str, typer.Argument(help="Book id (see `ragc
 @handle_errors
 def info_cmd(db: DbOpt = None, json_out: JsonOpt = False) -> None:
     """Where the corpus is, what is in it, schema version, embedding model, library versions."""
-    from .. import corpus_info
-    from ..render import print_json
+    from ragcli.store import info as corpus_info
+    from ragcli.render.terminal import print_json
 
     data = corpus_info.describe(open_db(db))
     if json_out:
@@ -162,9 +162,9 @@ def reembed(
     json_out: JsonOpt = False,
 ) -> None:
     """Re-embed every passage with another embedding model (one transaction; nothing changes on failure)."""
-    from .. import embed
-    from ..reembed import reembed as core
-    from ..render import print_json
+    from ragcli.models import embed
+    from ragcli.ingest.reembed import reembed as core
+    from ragcli.render.terminal import print_json
 
     conn = open_db(db, create=False)
     embedder = embed.get_embedder(embed_model, bulk=True)

@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, open_db, path_arg
+from ragcli.cli.common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, open_db, path_arg
 
 eval_app = typer.Typer(no_args_is_help=True, help="Measure retrieval on your own test set.")
 app.add_typer(eval_app, name="eval")
@@ -29,9 +29,9 @@ def retrieval(
     embed_model: EmbedOpt = None,
 ) -> None:
     """Score the corpus's retrieval against known answers, one column per mode."""
-    from .. import evaluate
-    from ..errors import UsageError
-    from ..render import print_json
+    from ragcli import evaluate
+    from ragcli.errors import UsageError
+    from ragcli.render.terminal import print_json
 
     modes = list(dict.fromkeys(mode or evaluate.DEFAULT_MODES))
     for m in modes:

@@ -5,8 +5,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import UsageError
-from .common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db
+from ragcli.errors import UsageError
+from ragcli.cli.common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db
 
 
 @app.command()
@@ -22,8 +22,9 @@ def search(
     embed_model: EmbedOpt = None,
 ) -> None:
     """Find passages and figures by meaning and by word."""
-    from .. import expand, retrieve
-    from ..render import hit_data, hits_table, print_json
+    from ragcli.search import expansion as expand
+    from ragcli.search import legs as retrieve
+    from ragcli.render.terminal import hit_data, hits_table, print_json
 
     if mode not in expand.MODES:
         raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(expand.MODES)})")

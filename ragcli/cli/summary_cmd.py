@@ -6,10 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .ask_cmd import CtxOpt, GpuOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, model_options, read_grammar
-from .common import (
-    BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt,
-    app, console, embedder_for, handle_errors, info, open_db, warn,
+from ragcli.cli.ask_cmd import CtxOpt, GpuOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, model_options, read_grammar
+from ragcli.cli.common import (
+    BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn,
 )
 
 summary_app = typer.Typer(
@@ -40,10 +39,10 @@ def summary_new(
     db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
 ) -> None:
     """Generate a summary of TOPIC from the books and save it as the topic's next number."""
-    from .. import retrieve
-    from .. import summary as core
-    from ..render import print_json, styled_answer
-    from ..render_summary import print_summary, summary_data
+    from ragcli.search import legs as retrieve
+    from ragcli import summary as core
+    from ragcli.render.terminal import print_json, styled_answer
+    from ragcli.render.summary import print_summary, summary_data
 
     core.normalise_topic(topic)  # an empty topic fails before any model is loaded
     conn = open_db(db, create=False)
@@ -73,9 +72,9 @@ def summary_new(
 @handle_errors
 def summary_list(topic: TopicArg, db: DbOpt = None, json_out: JsonOpt = False) -> None:
     """The saved summaries of TOPIC: number, date, model, books, sources, stale or not."""
-    from .. import summary as core
-    from ..render import print_json
-    from ..render_summary import list_data, summaries_table
+    from ragcli import summary as core
+    from ragcli.render.terminal import print_json
+    from ragcli.render.summary import list_data, summaries_table
 
     conn = open_db(db, create=False)
     key, found = core.history(conn, topic)
@@ -96,9 +95,9 @@ def summary_show(
     db: DbOpt = None, json_out: JsonOpt = False,
 ) -> None:
     """Print a saved summary and its sources (no model needed); says when its sources changed."""
-    from .. import summary as core
-    from ..render import print_json
-    from ..render_summary import print_summary, summary_data
+    from ragcli import summary as core
+    from ragcli.render.terminal import print_json
+    from ragcli.render.summary import print_summary, summary_data
 
     conn = open_db(db, create=False)
     result = core.get(conn, topic, number)
@@ -112,9 +111,9 @@ def summary_show(
 @handle_errors
 def summary_topics(db: DbOpt = None, json_out: JsonOpt = False) -> None:
     """Every topic with its number of summaries and the latest date."""
-    from .. import summary as core
-    from ..render import print_json
-    from ..render_summary import topics_data, topics_table
+    from ragcli import summary as core
+    from ragcli.render.terminal import print_json
+    from ragcli.render.summary import topics_data, topics_table
 
     rows = core.topics(open_db(db, create=False))
     if json_out:

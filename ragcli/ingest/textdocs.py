@@ -19,9 +19,9 @@ import re
 from pathlib import Path
 from typing import Iterator, Optional
 
-from .chunking import file_sha256
-from .errors import InputError
-from .types import Page, ParsedBook, Section
+from ragcli.ingest.chunking import file_sha256
+from ragcli.errors import InputError
+from ragcli.types import Page, ParsedBook, Section
 
 PAGE_CHARS = 3000
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")

@@ -2,8 +2,8 @@
 `render` only; rich is imported lazily."""
 from __future__ import annotations
 
-from .render import print_claims, snippet, styled_answer, to_data
-from .types import Summary
+from ragcli.render.terminal import print_claims, snippet, styled_answer, to_data
+from ragcli.types import Summary
 
 KIND_NOTE = {"extractive": "extractive summary: key sentences of the books, no model was used"}
 SOURCE_STATUS = {"ok": "", "moved": "re-ingested, same text", "gone": "gone"}

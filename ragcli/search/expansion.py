@@ -26,9 +26,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from . import retrieve, store
-from .errors import UsageError
-from .retrieve import Query, SearchResult
+from ragcli.search import legs as retrieve
+from ragcli.store import corpus as store
+from ragcli.errors import UsageError
+from ragcli.search.legs import Query, SearchResult
 
 _WORD = re.compile(r"[a-z][a-z0-9'-]+")
 _STOP = retrieve.STOPWORDS | {"get", "got", "one", "like", "way", "much", "many", "thing", "someone",

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from .chunking import file_sha256
-from .errors import InputError
-from .types import Figure, Page, ParsedBook, Section
+from ragcli.ingest.chunking import file_sha256
+from ragcli.errors import InputError
+from ragcli.types import Figure, Page, ParsedBook, Section
 
 BAND = 0.08  # top/bottom fraction of the page where running headers and footers live
 CAPTION_RE = re.compile(
@@ -230,7 +230,7 @@ def _nearest_image(p: RawPage, y: float):
 def parse(path: Path, password: Optional[str] = None, title: Optional[str] = None,
           on_page: Optional[Callable[[int, int], None]] = None) -> ParsedBook:
     """Read a PDF into a ParsedBook. Raises InputError for unusable files."""
-    from .sections import build_sections
+    from ragcli.ingest.sections import build_sections
 
     doc = open_pdf(path, password)
     try:

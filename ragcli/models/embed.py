@@ -152,7 +152,7 @@ class OnnxEmbedder:
 
 def model_cache_dir(name: str = DEFAULT_MODEL) -> Path:
     """Where the exported ONNX files of one model live."""
-    from .config import cache_dir
+    from ragcli.config import cache_dir
 
     return cache_dir() / "models" / name.replace("/", "__")
 

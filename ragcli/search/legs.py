@@ -6,9 +6,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from . import store
-from .errors import NotFoundError, UsageError
-from .types import Hit
+from ragcli.store import corpus as store
+from ragcli.errors import NotFoundError, UsageError
+from ragcli.types import Hit
 
 RRF_K = 60
 # Fusion window: only the first WINDOW ranks of each list count in the fusion (the rest follow, for

@@ -15,7 +15,7 @@ import functools
 import re
 from functools import lru_cache
 
-from ragcli.citations import cited_labels
+from ragcli.answer.citations import cited_labels
 
 _MARKS = r"(?:\[[A-Za-z]?\s*\d+(?:\s*[-–,;]\s*[A-Za-z]?\s*\d+)*\]\s*)+"
 _LEADING_MARKS = re.compile(rf"^\s*({_MARKS})")

@@ -5,8 +5,8 @@ import datetime as _dt
 import os
 from pathlib import Path
 
-from . import migrations
-from .errors import CorpusError
+from ragcli.store import migrations
+from ragcli.errors import CorpusError
 
 try:  # a SQLite that can load extensions; many Python builds cannot (pyenv, macOS system Python)
     import pysqlite3.dbapi2 as sqlite3  # type: ignore

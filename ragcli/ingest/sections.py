@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from .types import Section
+from ragcli.types import Section
 
 MAX_LEVELS = 3
 
@@ -128,7 +128,7 @@ def _parent(outline: list[Marker], marker: Marker):
 
 
 def build_sections(pages, toc, body: float) -> list[Section]:
-    from .pdf import is_heading
+    from ragcli.ingest.pdf import is_heading
 
     found = heading_markers(pages, body, is_heading)
     if toc:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 from typing import Callable, Optional
 
-from . import chunking, store
-from .types import Passage
+from ragcli.ingest import chunking
+from ragcli.store import corpus as store
+from ragcli.types import Passage
 
 Progress = Callable[[str, int, int], None]
 

@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from . import chunking, store, vocabulary
-from .errors import CorpusError, InputError, UsageError
-from .types import ParsedBook
+from ragcli.ingest import chunking
+from ragcli.store import corpus as store
+from ragcli.ingest import vocabulary
+from ragcli.errors import CorpusError, InputError, UsageError
+from ragcli.types import ParsedBook
 
 Progress = Callable[[str, int, int], None]  # (phase: "pages" | "embed", done, total)
 SUPPORTED = (".pdf", ".jsonl", ".txt", ".md", ".markdown")  # .jsonl: a BEIR corpus.jsonl
@@ -50,7 +52,7 @@ def _wanted_in_folder(f: Path) -> bool:
     sources of a book) are taken only when named on the command line."""
     suffix = f.suffix.lower()
     if suffix == ".jsonl":
-        from . import textdocs
+        from ragcli.ingest import textdocs
 
         return f.name.lower() == "corpus.jsonl" or textdocs.is_beir_corpus(f)
     return suffix == ".pdf"
@@ -67,10 +69,10 @@ def slug(text: str, limit: int = 32) -> str:
 
 def parse_file(path: Path, password: Optional[str], title: Optional[str],
                progress: Optional[Progress]) -> ParsedBook:
-    from . import pdf
+    from ragcli.ingest import pdf
 
     if path.suffix.lower() in SUPPORTED and path.suffix.lower() != ".pdf":
-        from . import textdocs
+        from ragcli.ingest import textdocs
 
         return textdocs.parse(path, title)
     if path.exists() and path.is_file() and path.suffix.lower() not in SUPPORTED:
@@ -124,7 +126,7 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
 def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term_parts, *,
            replace: bool) -> None:
     """Write the book in one transaction: all of it or nothing (an error or Ctrl-C rolls back)."""
-    from . import db
+    from ragcli.store import db
 
     passages, embed_hashes, vectors = passage_parts
     terms, term_vecs = term_parts
@@ -174,9 +176,9 @@ def _vectors(conn, embedder, texts, hashes, progress) -> tuple[list[bytes], int]
 
 
 def remove_book(conn, book_id: str) -> None:
-    from .errors import NotFoundError
+    from ragcli.errors import NotFoundError
 
-    from . import db
+    from ragcli.store import db
 
     if not store.book_by_id(conn, book_id):
         raise NotFoundError(f"no book with id '{book_id}' (see `ragcli books`)")

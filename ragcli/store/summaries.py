@@ -10,7 +10,7 @@ import dataclasses
 import json
 from typing import Iterable, Optional
 
-from .types import Claim, Evidence, RemovedCitation, Summary
+from ragcli.types import Claim, Evidence, RemovedCitation, Summary
 
 SOURCE_COLUMNS = ("label", "cited", "passage_id", "book_id", "book_title", "kind", "figure_number",
                   "section_path", "page_start", "page_end", "page_label", "text", "text_hash")

@@ -5,8 +5,8 @@ import datetime as _dt
 import json
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
-from .errors import CorpusError
-from .types import Book, Hit, ParsedBook, Passage
+from ragcli.errors import CorpusError
+from ragcli.types import Book, Hit, ParsedBook, Passage
 
 if TYPE_CHECKING:  # numpy is imported where vectors are handled: `ragcli books` never loads it
     import numpy as np

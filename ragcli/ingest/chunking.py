@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from .types import Figure, Passage, Section
+from ragcli.types import Figure, Passage, Section
 
 MAX_WORDS = 120
 OVERLAP_WORDS = 25

@@ -4,8 +4,8 @@ from __future__ import annotations
 import platform
 from importlib import metadata
 
-from . import db as dbmod
-from . import store
+from ragcli.store import db as dbmod
+from ragcli.store import corpus as store
 
 
 def _version(dist: str) -> str:

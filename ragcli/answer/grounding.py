@@ -3,7 +3,7 @@
 Levels: supported (a cited passage backs it; its best sentence is quoted with the page), weak (related,
 not clearly stated), unsupported (it cites passages that do not back it: those citations are flagged),
 no_source (a factual sentence with no citation), not_factual (a refusal or connective sentence).
-The scorer is ragcli.support (embedding model already loaded + lexical, number and negation evidence).
+The scorer is ragcli.answer.support (embedding model already loaded + lexical, number and negation evidence).
 `--verify` adds a second llama.cpp pass: per-claim verdicts constrained to JSON by a grammar; claims the
 model judges unsupported are removed from the final answer (draft, verdicts, final kept in JSON).
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from . import support
-from .claims import attach_citations, split_claims, split_sentences_plain
-from .types import Answer, Claim, Evidence, Source
+from ragcli.answer import support
+from ragcli.answer.claims import attach_citations, split_claims, split_sentences_plain
+from ragcli.types import Answer, Claim, Evidence, Source
 
 NOT_FACTUAL = re.compile(r"^(the provided passages do not|i (do not|don't) know|no (relevant )?information)",
                          re.I)
@@ -75,7 +75,7 @@ def verify_messages(answer: Answer, claims: list[Claim]) -> list[dict]:
     for i, c in enumerate(claims, 1):
         cited = "\n".join(f"  [{lab}] {by_label[lab].hit.text}" for lab in c.citations if lab in by_label)
         lines.append(f"Claim {i}: {c.text}\n{cited or '  (no source cited)'}")
-    from .prompt import SYSTEM_PROMPT  # shared by every call, so its tokens stay in llama.cpp's cache
+    from ragcli.answer.prompt import SYSTEM_PROMPT  # shared by every call, so its tokens stay in llama.cpp's cache
 
     return [{"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": VERIFY_TASK + "\n\n" + "\n\n".join(lines)}]
@@ -83,7 +83,7 @@ def verify_messages(answer: Answer, claims: list[Claim]) -> list[dict]:
 
 def verify(answer: Answer, model, embedder) -> None:
     """Draft -> per-claim verdicts (JSON grammar) -> unsupported claims removed."""
-    from . import llm
+    from ragcli.models import llm
 
     claims = [c for c in answer.claims if c.support != "not_factual"]
     if not claims:

@@ -7,7 +7,7 @@ import re
 import sys
 from typing import Any
 
-from .types import Book, Hit
+from ragcli.types import Book, Hit
 
 
 def to_data(obj: Any) -> Any:
@@ -45,7 +45,7 @@ def hit_data(hit: Hit) -> dict:
 def highlight(text: str, query: str):
     from rich.text import Text
 
-    from .retrieve import STOPWORDS
+    from ragcli.search.legs import STOPWORDS
 
     out = Text(text)
     words = {w.lower() for w in re.findall(r"\w{3,}", query) if w.lower() not in STOPWORDS}

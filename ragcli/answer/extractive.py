@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from .types import Source
+from ragcli.types import Source
 
 MAX_SENTENCES = 3
 SCAN_SOURCES = 5
@@ -16,7 +16,7 @@ _WORD = re.compile(r"[a-z0-9]{3,}")
 
 def candidates(sources: list[Source], max_words: int = 10_000) -> list[tuple[str, int, int]]:
     """(sentence, source index, position in the passage) of every usable sentence (not figures)."""
-    from .claims import split_sentences_plain
+    from ragcli.answer.claims import split_sentences_plain
 
     out = []
     for i, source in enumerate(sources):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from .types import ParsedBook
+from ragcli.types import ParsedBook
 
 _NUMBERING = re.compile(r"^(?:chapter|section|appendix|part)?\s*[\dIVXLC]+(?:[-.]\d+)*[.:]?\s+", re.I)
 _STOP = set("""a an and are as at be by for from has have in into is it its of on or that the their this to

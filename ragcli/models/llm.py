@@ -1,6 +1,6 @@
 """Chat models: one protocol (complete a chat), a llama.cpp implementation, a fake, and grammars.
 
-`llama_cpp` is imported inside the functions that use it, so `import ragcli.llm` stays fast and
+`llama_cpp` is imported inside the functions that use it, so `import ragcli.models.llm` stays fast and
 works without llama-cpp-python installed (the fake and the grammar helpers need nothing heavy).
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import struct
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Protocol, Union
 
-from .errors import ModelError
+from ragcli.errors import ModelError
 
 Messages = list[dict]
 

@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from .types import Hit, Source
+from ragcli.types import Hit, Source
 
 # One system prompt for every call (rewrite, answer, summary, verify): llama.cpp keeps the KV cache of
 # the previous prompt, so each call after the first re-uses these tokens instead of evaluating them again.

@@ -1,0 +1,1 @@
+"""From retrieved passages to a checked answer: prompt, generation, citations, claims, support."""

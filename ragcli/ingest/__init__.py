@@ -1,0 +1,1 @@
+"""Files -> pages, sections, figures, passages -> the corpus."""

@@ -1,0 +1,1 @@
+"""Language and embedding models behind small protocols."""

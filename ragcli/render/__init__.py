@@ -1,0 +1,1 @@
+"""Everything a person or a script sees: terminal views and JSON shapes."""

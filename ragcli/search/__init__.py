@@ -1,0 +1,1 @@
+"""Retrieval: the legs (FTS5, vectors), fusion, expansion, feedback, re-rank."""

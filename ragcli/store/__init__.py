@@ -1,0 +1,1 @@
+"""The corpus file: every SQL statement, migrations, vectors, summaries."""
