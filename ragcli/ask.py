@@ -115,7 +115,7 @@ def clean_rewrite(text: str, question: str, terms: Sequence[str] = (),
     shares a word with the question or the book terms offered, or its meaning is close enough to
     the question's) and does not copy the instructions; else fall back to the original. Small
     models answer or echo the prompt instead of rewriting (bench/bench_rewrite.py)."""
-    from ragcli.search.expansion import content_words, stem
+    from ragcli.text import content_words, stem
 
     text = " ".join(text.replace("\n", " ").split()).strip(" \"'`")
     text = re.sub(r"^(rewritten question|question)\s*:\s*", "", text, flags=re.I)

@@ -7,8 +7,9 @@ CLI and wrong on two-word queries ("tourniquet" -> French).
 """
 from __future__ import annotations
 
-import re
 from typing import Callable, Optional
+
+from ragcli.text import letter_runs
 
 FUNCTION_WORDS = {
     "es": "el la los las de del que qué por para con una uno como cómo cuál cuando después es son está se mi".split(),
@@ -19,12 +20,11 @@ FUNCTION_WORDS = {
     "nl": "de het een van en is zijn niet met voor hoe wat wanneer na".split(),
 }
 ENGLISH = set("the a an of to in is are what how when why which do does after before with for and or".split())
-_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 
 
 def other_language(question: str, known_word: Callable[[str], bool]) -> Optional[str]:
     """The language the question seems to be in when it is not the books'; None when it looks fine."""
-    words = [w.lower() for w in _WORD.findall(question)]
+    words = [w.lower() for w in letter_runs(question)]
     if not words:
         return None
     if sum(1 for ch in question if ch.isalpha() and ord(ch) > 0x24F) > len(question) * 0.3:

@@ -28,6 +28,7 @@ from ragcli.search import legs as retrieve
 from ragcli.store import corpus as store
 from ragcli.store import summaries as summary_store
 from ragcli.errors import NotFoundError, UsageError
+from ragcli.text import sha256
 from ragcli.types import Answer, Source, Summary
 
 DEFAULT_K = 16
@@ -164,8 +165,6 @@ def source_record(source: Source, cited: bool) -> dict:
     h = source.hit
     text_hash = h.text_hash
     if not text_hash:
-        from ragcli.ingest.chunking import sha256
-
         text_hash = sha256(h.text)
     return {"label": source.label, "cited": cited, "passage_id": h.passage_id, "book_id": h.book_id,
             "book_title": h.book_title, "kind": h.kind, "figure_number": h.figure_number,

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragcli.answer.citations import validate
-from ragcli.answer.claims import attach_citations, split_claims, split_sentences_plain
+from ragcli.answer.claims import attach_citations, split_claims
+from ragcli.text import sentences as split_sentences_plain
 
 SPLITS = [
     ("One. Two.", ["One.", "Two."]),

@@ -9,8 +9,9 @@ import pytest
 
 from ragcli.answer import support
 from ragcli.answer.support import (
-    SupportResult, is_negated, missing_numbers, numbers, score_claim, score_claims, split_sentences,
+    SupportResult, is_negated, missing_numbers, numbers, score_claim, score_claims,
 )
+from ragcli.text import sentences as split_sentences, truncation_stem
 
 PASSAGE = [
     "Tension pneumothorax is a life-threatening condition in which air collects in the chest.",
@@ -156,7 +157,7 @@ def test_split_sentences_keeps_abbreviations():
 
 
 def test_stemming_matches_word_forms():
-    stem = support._stem
+    stem = truncation_stem
     assert stem("applied") == stem("applies") == stem("apply")
     assert stem("bleeding") == stem("bleeds")
     assert stem("increased") == stem("increases") == stem("increase")

@@ -4,25 +4,22 @@
 """
 from __future__ import annotations
 
-import re
 from typing import Optional
 
+from ragcli.text import overlap_words, sentences
 from ragcli.types import Source
 
 MAX_SENTENCES = 3
 SCAN_SOURCES = 5
-_WORD = re.compile(r"[a-z0-9]{3,}")
 
 
 def candidates(sources: list[Source], max_words: int = 10_000) -> list[tuple[str, int, int]]:
     """(sentence, source index, position in the passage) of every usable sentence (not figures)."""
-    from ragcli.answer.claims import split_sentences_plain
-
     out = []
     for i, source in enumerate(sources):
         if source.hit.kind == "figure":
             continue
-        for j, sentence in enumerate(split_sentences_plain(source.hit.text)):
+        for j, sentence in enumerate(sentences(source.hit.text)):
             if 5 <= len(sentence.split()) <= max_words:
                 out.append((sentence.strip(), i, j))
     return out
@@ -36,10 +33,10 @@ def pick_sentences(embedder, query: str, found: list[tuple[str, int, int]], limi
         return []
     vecs = embedder.embed([query] + [c[0] for c in found])
     cos = vecs[1:] @ vecs[0]
-    words = set(_WORD.findall(query.lower()))
+    words = overlap_words(query)
     scored = []
     for (sentence, i, j), c in zip(found, cos):
-        overlap = len(words & set(_WORD.findall(sentence.lower()))) / max(1, len(words))
+        overlap = len(words & overlap_words(sentence)) / max(1, len(words))
         scored.append((float(c) + 0.2 * overlap - rank_penalty * i, (sentence, i, j)))
     scored.sort(key=lambda x: -x[0])
     chosen, seen, taken = [], set(), {}

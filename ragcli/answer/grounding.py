@@ -13,7 +13,8 @@ import re
 from typing import Optional
 
 from ragcli.answer import support
-from ragcli.answer.claims import attach_citations, split_claims, split_sentences_plain
+from ragcli.answer.claims import attach_citations, split_claims
+from ragcli.text import sentences as split_sentences_plain
 from ragcli.types import Answer, Claim, Evidence, Source
 
 NOT_FACTUAL = re.compile(r"^(the provided passages do not|i (do not|don't) know|no (relevant )?information)",

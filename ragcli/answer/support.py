@@ -15,6 +15,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ragcli.text import SUPPORT_STOPWORDS, SUPPORT_TOKEN, truncation_stem
+
 # ------------------------------------------------------------------------------ fitted constants
 # Logistic regression over FEATURES, fitted on SciFact train (SUPPORT vs hard-negative abstracts).
 FEATURES = ("cos_max", "cos_win", "lex_win", "lex_cover", "num_missing", "neg_mismatch")
@@ -39,18 +41,6 @@ class SupportResult:
 
 
 # ------------------------------------------------------------------------------------ text bits
-STOPWORDS = frozenset(
-    """a an the and or but if then than that this these those there here of in on at to for from by with
-    as into onto over under about above below between among through during before after since until
-    is are was were be been being am do does did doing done have has had having can could may might
-    must shall should will would it its it's they them their theirs we us our you your he she him her
-    his hers i me my which who whom whose what when where why how all any both each few more most other
-    some such only own same so too very also just both either whether per via vs versus et al e g i e
-    one ones use used using show shows showed shown found find finding findings study studies result
-    results suggest suggests suggested data patients patient effect effects associated association
-    compared level levels may however thus therefore including include includes due well within
-    while although because among against toward towards upon onto""".split()
-)
 NEGATION_WORDS = frozenset(
     "not no never without none neither nor cannot unable lack lacks lacked lacking absence absent".split()
 )
@@ -69,59 +59,18 @@ UNITS = {
     "year": "year", "years": "year", "yr": "year", "mmhg": "mmhg", "bpm": "bpm", "kcal": "kcal",
     "cc": "ml", "fold": "fold", "million": "e6", "billion": "e9", "mgday": "mg",
 }
-_TOKEN = re.compile(r"[A-Za-z0-9µμ°]+(?:[-'][A-Za-z0-9]+)*")
 _NUMBER = re.compile(r"\d+(?:,\d{3})+(?!\d)|\d*\.\d+|\d+")
 _NOT_LETTERS = re.compile(r"[\d.,%/+\-−–<>=~±×()\[\]:;'\"]")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
-_ABBREV = re.compile(r"\b(?:e\.g|i\.e|et al|vs|fig|figs|no|approx|dr|mr|mrs|st|ca|cf|ref|eq)\.$", re.I)
-STEM = 6  # truncation stemming: words compare on their first STEM letters
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split running text into sentences (cheap rules; abbreviations like "e.g." do not end one)."""
-    parts, start = [], 0
-    text = " ".join(text.split())
-    for m in _SENTENCE_END.finditer(text):
-        candidate = text[start:m.start()].strip()
-        if _ABBREV.search(candidate) or len(candidate) < 3:
-            continue
-        parts.append(candidate)
-        start = m.end()
-    tail = text[start:].strip()
-    if tail:
-        parts.append(tail)
-    return parts
-
-
-_SUFFIXES = ("ational", "ations", "ation", "ements", "ement", "ments", "ment", "ingly", "ings", "ing",
-             "edly", "ied", "ies", "ed", "ities", "ity", "ives", "ive", "ions", "ion", "es", "ly", "s")
-
-
-def _stem(word: str) -> str:
-    """Cheap stemmer: strip one common suffix, tidy the end, keep the first STEM letters."""
-    w = word.lower()
-    if w.endswith("'s"):
-        w = w[:-2]
-    for suf in _SUFFIXES:
-        rest = len(w) - len(suf)
-        if w.endswith(suf) and rest >= (5 if suf == "ly" else 3) and not w.endswith("ss"):
-            w = w[:rest] + ("y" if suf in ("ied", "ies") else "")
-            break
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz" and w[-1].isalpha():
-        w = w[:-1]
-    if len(w) > 3 and w[-1] in "ie":
-        w = w[:-1] + ("y" if w[-1] == "i" else "")
-    return w[:STEM]
 
 
 def content_terms(text: str) -> list[str]:
     """Stems of the content words, in order; numbers are left to numbers()."""
     out = []
-    for tok in _TOKEN.findall(text):
+    for tok in SUPPORT_TOKEN.findall(text):
         low = tok.lower()
-        if low in STOPWORDS or low in NEGATION_WORDS or low.isdigit() or len(low) < 2:
+        if low in SUPPORT_STOPWORDS or low in NEGATION_WORDS or low.isdigit() or len(low) < 2:
             continue
-        out.append(_stem(low))
+        out.append(truncation_stem(low))
     return out
 
 
@@ -179,7 +128,7 @@ def missing_numbers(claim: str, passage_text: str) -> list[tuple[float, Optional
 def is_negated(text: str) -> bool:
     if NEGATION_PHRASES.search(text):
         return True
-    return any(tok.lower() in NEGATION_WORDS for tok in _TOKEN.findall(text))
+    return any(tok.lower() in NEGATION_WORDS for tok in SUPPORT_TOKEN.findall(text))
 
 
 # ------------------------------------------------------------------------------------- features

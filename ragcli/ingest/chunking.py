@@ -6,35 +6,19 @@ passage plus a header (book title, section path), so a passage holds at most MAX
 """
 from __future__ import annotations
 
-import hashlib
-import re
-
+from ragcli.text import chunk_sentences
 from ragcli.types import Figure, Passage, Section
 
 MAX_WORDS = 120
 OVERLAP_WORDS = 25
 MIN_WORDS = 8
-_SENT_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"“])")
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def file_sha256(path) -> str:
-    """A file's sha256, read in 1 MiB blocks (a book is recognised by it)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _units(section: Section) -> list[tuple[int, str]]:
     """Sentences with their page; very long sentences are cut into MAX_WORDS pieces."""
     units = []
     for page, para in section.paragraphs:
-        for sentence in _SENT_END.split(para):
+        for sentence in chunk_sentences(para):
             words = sentence.split()
             for i in range(0, len(words), MAX_WORDS):
                 piece = " ".join(words[i : i + MAX_WORDS])

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from ragcli.ingest.chunking import file_sha256
 from ragcli.errors import InputError
+from ragcli.text import file_sha256
 from ragcli.types import Figure, Page, ParsedBook, Section
 
 BAND = 0.08  # top/bottom fraction of the page where running headers and footers live

@@ -11,6 +11,7 @@ from ragcli.ingest import chunking
 from ragcli.store import corpus as store
 from ragcli.ingest import vocabulary
 from ragcli.errors import CorpusError, InputError, UsageError
+from ragcli.text import file_sha256, sha256
 from ragcli.types import ParsedBook
 
 Progress = Callable[[str, int, int], None]  # (phase: "pages" | "embed", done, total)
@@ -105,7 +106,7 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
     store.check_embedding(conn, embedder.name)
     passages = chunking.chunk_book(parsed.sections, parsed.figures)
     texts = [p.embed_text(parsed.title) for p in passages]
-    embed_hashes = [chunking.sha256(embedder.name + "\n" + t) for t in texts]
+    embed_hashes = [sha256(embedder.name + "\n" + t) for t in texts]
     vectors, reused = _vectors(conn, embedder, texts, embed_hashes, progress)
     t_embed = time.perf_counter()
     terms = vocabulary.extract_terms(parsed)
@@ -138,7 +139,7 @@ def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term
             if replace:
                 store.delete_book(conn, book_id)
             store.insert_book(conn, book_id, parsed, labels)
-            store.insert_passages(conn, book_id, passages, [chunking.sha256(p.text) for p in passages],
+            store.insert_passages(conn, book_id, passages, [sha256(p.text) for p in passages],
                                   embed_hashes, vectors)
             store.insert_terms(conn, book_id, terms, term_vecs)
     except db.DatabaseError as exc:
@@ -147,7 +148,7 @@ def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term
 
 def _file_hash(path: Path) -> str:
     try:
-        return chunking.file_sha256(path)
+        return file_sha256(path)
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror})") from exc
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from typing import Callable, Optional
 
-from ragcli.ingest import chunking
 from ragcli.store import corpus as store
+from ragcli.text import sha256
 from ragcli.types import Passage
 
 Progress = Callable[[str, int, int], None]
@@ -45,7 +45,7 @@ def reembed(conn, embedder, progress: Optional[Progress] = None, batch: int = 64
         for book_id, idx in by_book.items():
             store.add_vectors(conn, book_id, [passages[i][0] for i in idx], matrix[idx])
         conn.executemany("UPDATE passages SET embed_hash = ? WHERE id = ?",
-                         [(chunking.sha256(embedder.name + "\n" + text), pid) for pid, _, text in passages])
+                         [(sha256(embedder.name + "\n" + text), pid) for pid, _, text in passages])
         conn.executemany("INSERT INTO term_vec(rowid, book_id, embedding) VALUES (?,?,?)",
                          [(tid, book_id, np.asarray(v, dtype=np.float32).tobytes())
                           for (tid, book_id, _), v in zip(terms, term_vecs)])

@@ -19,8 +19,8 @@ import re
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ragcli.ingest.chunking import file_sha256
 from ragcli.errors import InputError
+from ragcli.text import file_sha256
 from ragcli.types import Page, ParsedBook, Section
 
 PAGE_CHARS = 3000

@@ -7,13 +7,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ragcli.text import PHRASE_STOPWORDS
 from ragcli.types import ParsedBook
 
 _NUMBERING = re.compile(r"^(?:chapter|section|appendix|part)?\s*[\dIVXLC]+(?:[-.]\d+)*[.:]?\s+", re.I)
-_STOP = set("""a an and are as at be by for from has have in into is it its of on or that the their this to
-was were which with will not no can may should must when if than then there these those also such
-his her him he she they them one two other another each any all some soon possible figure figures table
-see page paragraph refer used using use done way both very""".split())
 _REF = r"(?:(?:figure|fig\.|table|page|pp?\.)\s*)?(?:[A-Z]{1,2}-)?\d+(?:[-—–.]\d+)*[a-z]?(?:\(\d+\))?"
 _INDEX_ENTRY = re.compile(r"([A-Za-z][A-Za-z ()/'’-]{2,60}?),\s+" + _REF, re.I)
 _SEE = re.compile(r"\bSee(?: also)?,?\s+([A-Za-z][A-Za-z ()/'’-]{2,60}?)[.;]", re.I)
@@ -55,7 +52,7 @@ def frequent_phrases(parsed: ParsedBook, top: int = 150) -> list[str]:
     for section in parsed.sections:
         words = re.findall(r"[a-z][a-z-]{2,}", section.text.lower())
         for a, b in zip(words, words[1:]):
-            if a not in _STOP and b not in _STOP:
+            if a not in PHRASE_STOPWORDS and b not in PHRASE_STOPWORDS:
                 counts[f"{a} {b}"] += 1
     return [p for p, n in counts.most_common(top) if n >= 3]
 

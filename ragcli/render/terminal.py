@@ -45,7 +45,7 @@ def hit_data(hit: Hit) -> dict:
 def highlight(text: str, query: str):
     from rich.text import Text
 
-    from ragcli.search.legs import STOPWORDS
+    from ragcli.text import STOPWORDS
 
     out = Text(text)
     words = {w.lower() for w in re.findall(r"\w{3,}", query) if w.lower() not in STOPWORDS}

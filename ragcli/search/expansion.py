@@ -20,7 +20,6 @@ settings. `nearest_terms` also feeds the LLM rewrite prompt.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Optional, Sequence
 
@@ -30,10 +29,8 @@ from ragcli.search import legs as retrieve
 from ragcli.store import corpus as store
 from ragcli.errors import UsageError
 from ragcli.search.legs import Query, SearchResult
+from ragcli.text import content_words, stem
 
-_WORD = re.compile(r"[a-z][a-z0-9'-]+")
-_STOP = retrieve.STOPWORDS | {"get", "got", "one", "like", "way", "much", "many", "thing", "someone",
-                              "something", "really", "help", "need", "know", "tell", "make", "keep"}
 
 
 @dataclass
@@ -71,18 +68,6 @@ class Expansion:
     extra: list[Query]
     terms: list[str]
     candidates: list[tuple[str, str, float]] = field(default_factory=list)  # (term, source, similarity)
-
-
-def content_words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2]
-
-
-def stem(word: str) -> str:
-    """A light suffix stripper (plural, -ed, -ing) to match word forms."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    return word
 
 
 def _knn_terms(conn, qvec: np.ndarray, book_ids, n: int) -> list[tuple[str, str, float]]:

@@ -1,13 +1,13 @@
 """Query -> lexical (FTS5 BM25) and dense (sqlite-vec) legs -> reciprocal rank fusion -> hits."""
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from ragcli.store import corpus as store
 from ragcli.errors import NotFoundError, UsageError
+from ragcli.text import STOPWORDS, WORD
 from ragcli.types import Hit
 
 RRF_K = 60
@@ -18,13 +18,6 @@ RRF_K = 60
 # are relevant, prefers deep fusion (dev nDCG@10 0.3287 -> 0.3200), which `feedback` mode keeps.
 WINDOW = 20
 MODES = ("hybrid", "dense", "lexical")
-STOPWORDS = frozenset("""a about above after again against all am an and any are as at be because been before
-being below between both but by can could did do does doing down during each few for from further had has
-have having he her here hers him his how i if in into is it its itself just me more most my no nor not now
-of off on once only or other our out over own same she should so some such than that the their them then
-there these they this those through to too under until up very was we were what when where which while who
-whom why will with would you your yours""".split())
-_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
 
 
 @dataclass
@@ -46,9 +39,9 @@ class SearchResult:
 
 def fts_query(text: str) -> str:
     """User text -> a safe FTS5 query: every word quoted (no operator can leak), ORed, stopwords out."""
-    words = [w for w in _WORD.findall(text) if w.lower() not in STOPWORDS]
+    words = [w for w in WORD.findall(text) if w.lower() not in STOPWORDS]
     if not words:
-        words = _WORD.findall(text)
+        words = WORD.findall(text)
     seen, out = set(), []
     for w in words:
         key = w.lower()
