@@ -5,7 +5,7 @@
 
 Per query, interleaved so machine noise hits both alike:
   numpy    the corpus's float32 vectors held in memory, X @ q, top-10 (the bar's baseline);
-  ragcli   store.dense_search(conn, q, 10): hamming pass over sign-bit codes, float-vs-bits pass,
+  ragcli   vectors.dense_search(conn, q, 10): hamming pass over sign-bit codes, float-vs-bits pass,
            exact rescoring from float16 copies; read from SQLite every time (nothing cached);
 and recall@10 of ragcli against numpy's exact top 10. Then: the same with a one-book filter,
 sqlite-vec's exact scan on a few queries (reference), and retrieve.search in lexical, dense and
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from make_synthetic import MODEL, synthetic_queries  # noqa: E402
 from ragcli.store import db
 from ragcli.search import legs as retrieve
-from ragcli.store import corpus as store  # noqa: E402
+from ragcli.store import vectors  # noqa: E402
 
 K = 10
 
@@ -86,7 +86,7 @@ def dense_vs_numpy(conn, ids, X, Q, book_ids=None):
     for q in Q:
         dt, top = timed(lambda: numpy_topk(X, q))
         t_np.append(dt)
-        dt, got = timed(lambda: store.dense_search(conn, q, K, book_ids))
+        dt, got = timed(lambda: vectors.dense_search(conn, q, K, book_ids))
         t_rc.append(dt)
         recall.append(len(set(ids[top].tolist()) & {r for r, _ in got}) / K)
     return t_np, t_rc, recall
@@ -136,7 +136,7 @@ def main() -> None:
     book = [conn.execute("SELECT id FROM books ORDER BY id LIMIT 1").fetchone()[0]]
     b_np, b_rc, b_rec = dense_vs_numpy(conn, ids, X, Q[:20], book)
     del X
-    t_ex = [timed(lambda: store.exact_search(conn, q, K))[0] for q in Q[:args.exact]]
+    t_ex = [timed(lambda: vectors.exact_search(conn, q, K))[0] for q in Q[:args.exact]]
     lg = legs(conn, Q, texts)
     print("\n| measurement | min / median / max ms | ratio of medians | recall@10 |\n|---|---|---|---|")
     print(f"| numpy float32 scan, in memory | {stats(t_np)} | 1.00 | exact |")

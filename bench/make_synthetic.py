@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from ragcli.store import db
 from ragcli.store import corpus as store  # noqa: E402
+from ragcli.store import vectors  # noqa: E402
 
 DIM = 384
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -120,7 +121,7 @@ def build(n: int, out: Path, seed: int = 7, say=print) -> None:
                 " page_start, page_end, text, text_hash, embed_hash) VALUES (?,?,?,'passage',NULL,?,?,?,?,?,?,?)",
                 ((pid, book_id, i, section, "Synthetic › cluster", i // 4 + 1, i // 4 + 1, text,
                   f"t{pid:x}", f"e{pid:x}") for i, (pid, text) in enumerate(zip(ids, texts))))
-            store.add_vectors(conn, book_id, ids, mix.vectors(cluster, rng))
+            vectors.add_vectors(conn, book_id, ids, mix.vectors(cluster, rng))
         say(f"{start + size:>9,} passages  {time.perf_counter() - t0:7.1f}s")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.execute("ANALYZE")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragcli.answer import support
 from ragcli.answer.support import (
     SupportResult, is_negated, missing_numbers, numbers, score_claim, score_claims,
 )

@@ -14,12 +14,13 @@ import pytest
 
 from ragcli.store import db
 from ragcli.store import corpus as store
+from ragcli.store import vectors as vector_index
 
 ROOT = Path(__file__).resolve().parent.parent
 DIM = 384
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 BOOKS = ("alpha", "beta", "gamma")
-PER_BOOK = 1500  # 4,500 rows: above store.EXACT_BELOW, so dense_search takes the quantised path
+PER_BOOK = 1500  # 4,500 rows: above vector_index.EXACT_BELOW, so dense_search takes the quantised path
 
 
 def _unit(x):
@@ -52,7 +53,7 @@ def corpus(tmp_path_factory):
                 " text, text_hash, embed_hash) VALUES (?,?,?,'passage','[]','',1,1,?,?,?)",
                 [(i, book, i, f"passage {i}", f"t{i}", f"e{i}") for i in ids])
             mat = _clustered(rng, PER_BOOK, centres)
-            store.add_vectors(conn, book, ids, mat)
+            vector_index.add_vectors(conn, book, ids, mat)
             vectors.update(zip(ids, mat))
     queries = _clustered(np.random.default_rng(4), 25, centres)
     return conn, vectors, queries
@@ -67,17 +68,17 @@ def _exact(vectors: dict, q, k: int, keep=None) -> list[int]:
 def test_codes_have_sqlite_vec_bit_layout(corpus):
     conn, vectors, _ = corpus
     v = vectors[7]
-    ours = store.sign_codes(v[None, :])[0].tobytes()
+    ours = vector_index.sign_codes(v[None, :])[0].tobytes()
     theirs = conn.execute("SELECT vec_quantize_binary(?)", (v.tobytes(),)).fetchone()[0]
     assert ours == bytes(theirs)
 
 
 def test_quantised_top_k_matches_exact(corpus):
     conn, vectors, queries = corpus
-    assert store._coded_rows(conn, "passage_vec", None) == len(vectors) > store.EXACT_BELOW
+    assert vector_index._coded_rows(conn, "passage_vec", None) == len(vectors) > vector_index.EXACT_BELOW
     recalls = []
     for q in queries:
-        got = store.dense_search(conn, q, 10)
+        got = vector_index.dense_search(conn, q, 10)
         assert len(got) == 10
         exact = _exact(vectors, q, 10)
         recalls.append(len(set(exact) & {r for r, _ in got}) / 10)
@@ -90,8 +91,8 @@ def test_quantised_top_k_matches_exact(corpus):
 def test_quantised_agrees_with_sqlite_vec_exact_scan(corpus):
     conn, _, queries = corpus
     for q in queries[:5]:
-        exact = [r for r, _ in store.exact_search(conn, q, 10)]
-        got = [r for r, _ in store.quantised_search(conn, q, 10)]
+        exact = [r for r, _ in vector_index.exact_search(conn, q, 10)]
+        got = [r for r, _ in vector_index.quantised_search(conn, q, 10)]
         assert len(set(exact) & set(got)) >= 8
 
 
@@ -99,21 +100,21 @@ def test_book_filter(corpus):
     conn, vectors, queries = corpus
     in_beta = {r for (r,) in conn.execute("SELECT id FROM passages WHERE book_id = 'beta'")}
     for q in queries[:8]:
-        got = store.dense_search(conn, q, 10, book_ids=["beta"])
+        got = vector_index.dense_search(conn, q, 10, book_ids=["beta"])
         assert len(got) == 10 and {r for r, _ in got} <= in_beta
         assert len(set(_exact(vectors, q, 10, in_beta)) & {r for r, _ in got}) >= 9
-        both = store.dense_search(conn, q, 10, book_ids=["alpha", "gamma"])
+        both = vector_index.dense_search(conn, q, 10, book_ids=["alpha", "gamma"])
         assert not {r for r, _ in both} & in_beta
-    assert store.dense_search(conn, queries[0], 10, book_ids=["nope"]) == []
+    assert vector_index.dense_search(conn, queries[0], 10, book_ids=["nope"]) == []
 
 
 def test_rebuilding_codes_gives_the_same_results(corpus):
     conn, _, queries = corpus
-    before = [store.dense_search(conn, q, 10) for q in queries[:5]]
+    before = [vector_index.dense_search(conn, q, 10) for q in queries[:5]]
     with conn:
         conn.execute("BEGIN IMMEDIATE")
-        store.rebuild_vector_codes(conn, "passage_vec")
-    after = [store.dense_search(conn, q, 10) for q in queries[:5]]
+        vector_index.rebuild_vector_codes(conn, "passage_vec")
+    after = [vector_index.dense_search(conn, q, 10) for q in queries[:5]]
     assert [[r for r, _ in x] for x in before] == [[r for r, _ in x] for x in after]
 
 
@@ -129,8 +130,8 @@ def test_deleting_a_book_removes_its_vectors(corpus, tmp_path):
     left_vec = conn.execute("SELECT COUNT(*) FROM passage_vec").fetchone()[0]
     assert left_half == left_vec == 2 * PER_BOOK
     for q in queries[:5]:
-        assert not {r for r, _ in store.dense_search(conn, q, 50)} & gamma
-        assert not {r for r, _ in store.exact_search(conn, q, 50)} & gamma
+        assert not {r for r, _ in vector_index.dense_search(conn, q, 50)} & gamma
+        assert not {r for r, _ in vector_index.exact_search(conn, q, 50)} & gamma
 
 
 def test_small_corpus_uses_exact_scan_and_still_finds(tmp_path):
@@ -145,10 +146,10 @@ def test_small_corpus_uses_exact_scan_and_still_finds(tmp_path):
         conn.executemany("INSERT INTO passages(id, book_id, ordinal, kind, section_path, heading, page_start,"
                          " page_end, text, text_hash, embed_hash) VALUES (?,'b',?,'passage','[]','',1,1,'x','t','e')",
                          [(i + 1, i) for i in range(30)])
-        store.add_vectors(conn, "b", list(range(1, 31)), mat)
-    got = store.dense_search(conn, mat[4], 3)
+        vector_index.add_vectors(conn, "b", list(range(1, 31)), mat)
+    got = vector_index.dense_search(conn, mat[4], 3)
     assert got[0][0] == 5 and got[0][1] == pytest.approx(1.0, abs=1e-5)
-    assert [r for r, _ in store.quantised_search(conn, mat[4], 3)][0] == 5
+    assert [r for r, _ in vector_index.quantised_search(conn, mat[4], 3)][0] == 5
 
 
 HEAVY = ("torch", "sentence_transformers", "transformers", "llama_cpp", "pymupdf", "numpy", "onnxruntime")

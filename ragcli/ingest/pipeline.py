@@ -9,8 +9,9 @@ from typing import Callable, Iterable, Optional
 
 from ragcli.ingest import chunking
 from ragcli.store import corpus as store
+from ragcli.store.sql import transaction
 from ragcli.ingest import vocabulary
-from ragcli.errors import CorpusError, InputError, UsageError
+from ragcli.errors import InputError, UsageError
 from ragcli.text import file_sha256, sha256
 from ragcli.types import ParsedBook
 
@@ -127,23 +128,17 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
 def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term_parts, *,
            replace: bool) -> None:
     """Write the book in one transaction: all of it or nothing (an error or Ctrl-C rolls back)."""
-    from ragcli.store import db
-
     passages, embed_hashes, vectors = passage_parts
     terms, term_vecs = term_parts
     labels = {p.number: p.label for p in parsed.pages}
-    try:
-        with conn:
-            conn.execute("BEGIN IMMEDIATE")
-            store.ensure_vector_tables(conn, embedder.name, embedder.dim)
-            if replace:
-                store.delete_book(conn, book_id)
-            store.insert_book(conn, book_id, parsed, labels)
-            store.insert_passages(conn, book_id, passages, [sha256(p.text) for p in passages],
-                                  embed_hashes, vectors)
-            store.insert_terms(conn, book_id, terms, term_vecs)
-    except db.DatabaseError as exc:
-        raise CorpusError(db.describe(exc, _db_file(conn))) from exc
+    with transaction(conn):
+        store.ensure_vector_tables(conn, embedder.name, embedder.dim)
+        if replace:
+            store.delete_book(conn, book_id)
+        store.insert_book(conn, book_id, parsed, labels)
+        store.insert_passages(conn, book_id, passages, [sha256(p.text) for p in passages],
+                              embed_hashes, vectors)
+        store.insert_terms(conn, book_id, terms, term_vecs)
 
 
 def _file_hash(path: Path) -> str:
@@ -151,11 +146,6 @@ def _file_hash(path: Path) -> str:
         return file_sha256(path)
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror})") from exc
-
-
-def _db_file(conn) -> Path:
-    row = conn.execute("PRAGMA database_list").fetchone()
-    return Path(row[2] if row and row[2] else "the corpus file")
 
 
 def _vectors(conn, embedder, texts, hashes, progress) -> tuple[list[bytes], int]:
@@ -179,13 +169,7 @@ def _vectors(conn, embedder, texts, hashes, progress) -> tuple[list[bytes], int]
 def remove_book(conn, book_id: str) -> None:
     from ragcli.errors import NotFoundError
 
-    from ragcli.store import db
-
     if not store.book_by_id(conn, book_id):
         raise NotFoundError(f"no book with id '{book_id}' (see `ragcli books`)")
-    try:
-        with conn:
-            conn.execute("BEGIN IMMEDIATE")
-            store.delete_book(conn, book_id)
-    except db.DatabaseError as exc:
-        raise CorpusError(db.describe(exc, _db_file(conn))) from exc
+    with transaction(conn):
+        store.delete_book(conn, book_id)

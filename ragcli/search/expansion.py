@@ -27,6 +27,7 @@ import numpy as np
 
 from ragcli.search import legs as retrieve
 from ragcli.store import corpus as store
+from ragcli.store import vectors as vector_index
 from ragcli.errors import UsageError
 from ragcli.search.legs import Query, SearchResult
 from ragcli.text import content_words, stem
@@ -71,7 +72,7 @@ class Expansion:
 
 
 def _knn_terms(conn, qvec: np.ndarray, book_ids, n: int) -> list[tuple[str, str, float]]:
-    ranked = store.dense_search(conn, qvec, n, book_ids, table="term_vec")
+    ranked = vector_index.dense_search(conn, qvec, n, book_ids, table="term_vec")
     if not ranked:
         return []
     by_id = store.terms_by_ids(conn, [tid for tid, _ in ranked])
@@ -103,7 +104,7 @@ def _lexical_terms(conn, question: str, book_ids, qvec: np.ndarray, n: int) -> l
 def candidates(conn, embedder, question: str, book_ids: Optional[Sequence[str]], n: int = 12,
                lexical: bool = True, qvec: Optional[np.ndarray] = None) -> list[tuple[str, str, float]]:
     """(term, source, similarity), best first, unique by lower-cased term."""
-    if not store.has_vectors(conn):
+    if not vector_index.has_vectors(conn):
         return []
     qvec = embedder.embed([question])[0] if qvec is None else qvec
     pool = _knn_terms(conn, qvec, book_ids, n * 3)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from ragcli.store import corpus as store
+from ragcli.store import vectors as vector_index
 from ragcli.errors import NotFoundError, UsageError
 from ragcli.text import STOPWORDS, WORD
 from ragcli.types import Hit
@@ -180,7 +181,7 @@ def _dense_leg(conn, embedder, queries: list[Query], depth: int, book_ids, timin
     t = time.perf_counter()
     lists, first = [], {}
     for q, vec in zip(dense_queries, vecs):
-        ranked = store.dense_search(conn, vec, depth, book_ids)
+        ranked = vector_index.dense_search(conn, vec, depth, book_ids)
         lists.append((ranked, q.weight))
         if q is queries[0]:
             _keep_first(first, ranked)

@@ -5,18 +5,14 @@ import datetime as _dt
 import os
 from pathlib import Path
 
-from ragcli.store import migrations
 from ragcli.errors import CorpusError
-
-try:  # a SQLite that can load extensions; many Python builds cannot (pyenv, macOS system Python)
-    import pysqlite3.dbapi2 as sqlite3  # type: ignore
-except ImportError:  # pragma: no cover - depends on the platform
-    import sqlite3  # type: ignore
+from ragcli.store import migrations
+from ragcli.store.sql import (  # noqa: F401 (DatabaseError, describe: for callers of db)
+    Connection, DatabaseError, OperationalError, describe, sqlite3, transaction,
+)
 
 APP_ID = "ragcli"
 BUSY_TIMEOUT_MS = 10_000  # default; RAGCLI_BUSY_TIMEOUT_MS overrides it
-DatabaseError = sqlite3.DatabaseError
-OperationalError = sqlite3.OperationalError
 
 
 def schema_version() -> int:
@@ -83,8 +79,7 @@ def _migrate(conn, path: Path) -> None:
     if not todo:
         return
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    with conn:
-        conn.execute("BEGIN IMMEDIATE")
+    with transaction(conn):
         if not applied:
             conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
         for name, fn in migrations.pending(_applied_in_tx(conn)):
@@ -119,8 +114,8 @@ def connect(path: Path, create: bool = True):
     target = f"file:{path.resolve()}?mode=ro" if readonly else str(path)
     try:
         conn = sqlite3.connect(target, timeout=timeout / 1000, isolation_level=None,
-                               check_same_thread=False, uri=readonly)
-    except sqlite3.DatabaseError as exc:
+                               check_same_thread=False, uri=readonly, factory=Connection)
+    except DatabaseError as exc:
         raise CorpusError(describe(exc, path)) from exc
     try:
         conn.execute(f"PRAGMA busy_timeout = {timeout}")
@@ -130,11 +125,12 @@ def connect(path: Path, create: bool = True):
             _set_wal(conn)
         _load_vec(conn)
         _migrate(conn, path)
-    except (sqlite3.DatabaseError, CorpusError) as exc:
+    except (DatabaseError, CorpusError) as exc:
         conn.close()
-        if isinstance(exc, CorpusError):
+        cause = exc.__cause__ if isinstance(exc.__cause__, DatabaseError) else exc
+        if isinstance(cause, CorpusError):
             raise
-        raise CorpusError(describe(exc, path)) from exc
+        raise CorpusError(describe(cause, path)) from cause  # the path as the user gave it
     return conn
 
 
@@ -143,19 +139,7 @@ def _set_wal(conn) -> None:
     if mode != "wal":
         try:
             conn.execute("PRAGMA journal_mode = WAL")
-        except sqlite3.OperationalError:
+        except (OperationalError, CorpusError):
             pass  # read-only file: reading still works in its current mode
     conn.execute("PRAGMA synchronous = NORMAL")
 
-
-def describe(exc: Exception, path: Path) -> str:
-    msg = str(exc)
-    if "not a database" in msg or "malformed" in msg:
-        return f"{path} is not a ragcli corpus (not a SQLite database)"
-    if "readonly" in msg or "read-only" in msg:
-        return f"{path} is read-only: cannot write to it (check its permissions)"
-    if "locked" in msg or "busy" in msg:
-        return f"{path} is locked by another process; try again when it finishes"
-    if "unable to open" in msg:
-        return f"cannot open {path}: check the path and its permissions"
-    return f"{path}: {msg}"

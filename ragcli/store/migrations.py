@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ragcli.store.sql import sqlite3
+from ragcli.store.vectors import rebuild_vector_codes
+
 STEPS: list[tuple[str, Callable]] = []
 
 
@@ -17,8 +20,6 @@ def step(fn: Callable) -> Callable:
 
 def run_script(conn, sql: str) -> None:
     """Run statements one by one: executescript() would COMMIT the migration's transaction."""
-    from ragcli.store.db import sqlite3
-
     statement = ""
     for line in sql.splitlines(keepends=True):
         statement += line
@@ -125,8 +126,6 @@ def m002_vector_codes(conn) -> None:
     # rowid lookup in a vec0 table costs about a millisecond
     conn.execute("CREATE TABLE passage_vec_half (id INTEGER PRIMARY KEY, vec BLOB NOT NULL)")
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'passage_vec'").fetchone():
-        from ragcli.store.corpus import rebuild_vector_codes
-
         rebuild_vector_codes(conn, "passage_vec")
 
 

@@ -10,6 +10,7 @@ import dataclasses
 import json
 from typing import Iterable, Optional
 
+from ragcli.store.sql import select_in, transaction
 from ragcli.types import Claim, Evidence, RemovedCitation, Summary
 
 SOURCE_COLUMNS = ("label", "cited", "passage_id", "book_id", "book_title", "kind", "figure_number",
@@ -24,8 +25,7 @@ def _dumps(value) -> str:
 
 def insert_summary(conn, summary: Summary) -> int:
     """Save `summary` as the next number of its topic; returns that number (also set on `summary`)."""
-    with conn:
-        conn.execute("BEGIN IMMEDIATE")
+    with transaction(conn):
         number = conn.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM summaries WHERE topic_key = ?",
                               (summary.topic_key,)).fetchone()[0]
         cur = conn.execute(
@@ -112,14 +112,8 @@ def topics(conn) -> list[dict]:
 
 def current_passages(conn, passage_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
     """passage id -> (book id, text hash) of the passages that exist now."""
-    ids = sorted(set(passage_ids))
-    found: dict[int, tuple[str, str]] = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
-        found.update({r[0]: (r[1], r[2]) for r in conn.execute(
-            f"SELECT id, book_id, text_hash FROM passages WHERE id IN ({','.join('?' * len(part))})",
-            part)})
-    return found
+    rows = select_in(conn, "SELECT id, book_id, text_hash FROM passages WHERE id IN {in}", sorted(set(passage_ids)))
+    return {r[0]: (r[1], r[2]) for r in rows}
 
 
 def passage_by_book_hash(conn, book_id: str, text_hash: str) -> Optional[int]:
@@ -130,8 +124,4 @@ def passage_by_book_hash(conn, book_id: str, text_hash: str) -> Optional[int]:
 
 
 def existing_books(conn, book_ids: Iterable[str]) -> set[str]:
-    ids = sorted(set(book_ids))
-    if not ids:
-        return set()
-    return {r[0] for r in conn.execute(f"SELECT id FROM books WHERE id IN ({','.join('?' * len(ids))})",
-                                       ids)}
+    return {r[0] for r in select_in(conn, "SELECT id FROM books WHERE id IN {in}", sorted(set(book_ids)))}
