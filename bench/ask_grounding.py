@@ -53,7 +53,8 @@ def run(args) -> dict:
     from ragcli.store import db
     from ragcli.models import embed
     from ragcli.answer import grounding
-    from ragcli.models import llm
+    from ragcli.models.chat import Grammar
+    from ragcli.models.factory import load_model
 
     conn = db.connect(Path(args.db), create=False)
     embedder = embed.get_embedder()
@@ -65,9 +66,9 @@ def run(args) -> dict:
         from tinymodel import write_tiny_gguf
 
         path = write_tiny_gguf(Path(tempfile.mkdtemp()) / "tiny.gguf")
-        model, grammar = llm.load_model(path), CITEY
+        model, grammar = load_model(path), Grammar(CITEY)
     elif args.model:
-        model = llm.load_model(args.model, n_ctx=args.ctx or None)
+        model = load_model(args.model, n_ctx=args.ctx or None)
     stats = {"questions": 0, "status": {}, "citations": 0, "removed": 0, "invalid_in_output": 0,
              "uncited_labels_listed": 0, "timings": {}}
     for q in questions:

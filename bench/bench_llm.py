@@ -28,7 +28,8 @@ ANSWER = ("After the bone flap is lifted the dura is opened [S1]. Brain relaxati
 def reuse(model) -> list[dict]:
     from ragcli.answer import grounding
     from ragcli.answer import prompt
-    from ragcli.models.llm import forced_text_grammar, one_line_grammar
+    from ragcli.models.chat import Grammar, OneLine
+    from ragcli.models.grammars import forced_text_grammar
     from ragcli.types import Answer, Hit, Source
 
     hit = lambda i, text: Hit(i, "passage", "b", "Book", ["Chapter 3 Craniotomy"], 7, 7, "5", text)  # noqa
@@ -36,11 +37,11 @@ def reuse(model) -> list[dict]:
                Source("S2", hit(2, "Mannitol 0.25-1 g/kg relaxes the brain before the dura is opened."))]
     rows = []
     model.chat(prompt.rewrite_messages("what happens after cutting the skull?", ["Book"], ["craniotomy"]),
-               max_tokens=24, grammar=one_line_grammar(60))
+               max_tokens=24, constraint=OneLine(60))
     rows.append(dict(call="rewrite", **model.stats))
     p = prompt.build("what happens after cutting the skull?", sources, model.count_tokens, 1500)
     text = "".join(model.chat(p.messages, max_tokens=200, stream=True,
-                              grammar=forced_text_grammar("The dura is opened [S1]. Mannitol helps [S2].")))
+                              constraint=Grammar(forced_text_grammar("The dura is opened [S1]. Mannitol helps [S2]."))))
     rows.append(dict(call="answer", **model.stats))
     answer = Answer("q", None, text, "answered", ["S1", "S2"], [], sources)
     answer.claims = grounding.score(text, sources, _Flat())
@@ -61,7 +62,8 @@ class _Flat:
 
 def streaming(model, runs: int) -> dict:
     from ragcli.answer.citations import StreamFilter
-    from ragcli.models.llm import forced_text_grammar
+    from ragcli.models.chat import Grammar
+    from ragcli.models.grammars import forced_text_grammar
 
     grammar_text = forced_text_grammar(ANSWER)
     import llama_cpp
@@ -81,7 +83,7 @@ def streaming(model, runs: int) -> dict:
         t = time.perf_counter()
         f = StreamFilter({"S1", "S2"})
         shown = "".join(f.feed(p) for p in model.chat(messages, max_tokens=1200, stream=True,
-                                                       grammar=grammar_text)) + f.flush()
+                                                       constraint=Grammar(grammar_text))) + f.flush()
         times["ragcli"].append(time.perf_counter() - t)
     assert raw == ANSWER, raw[:80]
     assert "[S9]" not in shown and "(p. 45)" not in shown
@@ -91,7 +93,7 @@ def streaming(model, runs: int) -> dict:
 
 
 def main() -> int:
-    from ragcli.models import llm
+    from ragcli.models.factory import load_model
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--model")
@@ -102,7 +104,7 @@ def main() -> int:
         from tinymodel import write_tiny_gguf
 
         path = str(write_tiny_gguf(Path(tempfile.mkdtemp()) / "tiny.gguf"))
-    model = llm.load_model(path, n_ctx=2048, threads=1)
+    model = load_model(path, n_ctx=2048, threads=1)
     print("| call | prompt tokens | evaluated | from cache | generated |")
     print("|---|---|---|---|---|")
     for r in reuse(model):

@@ -26,7 +26,7 @@ from fm_expansion_check import first_rank  # noqa: E402  (bench/ is the script's
 from ragcli import ask, evaluate
 from ragcli.store import db
 from ragcli.models import embed
-from ragcli.models import llm  # noqa: E402
+from ragcli.models.factory import load_model  # noqa: E402
 
 
 def main() -> int:
@@ -40,7 +40,7 @@ def main() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     conn = db.connect(args.db, create=False)
     embedder = embed.get_embedder()
-    model = llm.load_model(args.model)
+    model = load_model(args.model)
     queries = evaluate.load_queries(args.questions)
     queries = queries[: args.limit] if args.limit else queries
     known = [r[0] for r in conn.execute("SELECT id FROM books")]

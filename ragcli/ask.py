@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional, Sequence
 from ragcli import language
 from ragcli.answer import citations
 from ragcli.answer import prompt
+from ragcli.models.chat import Grammar
 from ragcli.search import legs as retrieve
 from ragcli.store import corpus as store
 from ragcli.types import Answer, Source
@@ -38,7 +39,7 @@ class AskOptions:
     feedback: bool = False  # pseudo-relevance feedback (expand.FEEDBACK): for topical questions
     max_tokens: int = 512
     show_prompt: bool = False
-    grammar: Optional[str] = None  # GBNF constraining the answer (llama.cpp users' --grammar-file)
+    grammar: Optional[Grammar] = None  # the user's --grammar-file, constraining the answer
 
 
 @dataclass
@@ -93,12 +94,12 @@ def retrieve_passages(conn, embedder, question: str, exp: Expansion, opts: AskOp
 
 
 def _rewrite(conn, embedder, model, question: str, terms: list[str], book_ids) -> Optional[str]:
-    from ragcli.models.llm import one_line_grammar
+    from ragcli.models.chat import OneLine
 
     titles = [b.title for b in store.list_books(conn, book_ids)]
     messages = prompt.rewrite_messages(question, titles, terms)
     try:
-        text = model.chat(messages, max_tokens=48, grammar=one_line_grammar(160), temperature=0.0)
+        text = model.chat(messages, max_tokens=48, constraint=OneLine(160), temperature=0.0)
     except Exception:  # a failed rewrite must never fail the question
         return None
 
@@ -206,7 +207,7 @@ def _generate(model, question, sources, base, timings, opts, on_text) -> Answer:
     stream = citations.StreamFilter(valid, pages, sections, figures)
     t = time.perf_counter()
     pieces = []
-    for piece in model.chat(p.messages, max_tokens=opts.max_tokens, stream=True, grammar=opts.grammar):
+    for piece in model.chat(p.messages, max_tokens=opts.max_tokens, stream=True, constraint=opts.grammar):
         safe = stream.feed(piece)
         pieces.append(safe)
         if on_text and safe:

@@ -24,6 +24,7 @@ from ragcli import ask
 from ragcli.answer import citations
 from ragcli.answer import extractive
 from ragcli.answer import prompt
+from ragcli.models.chat import Grammar
 from ragcli.search import legs as retrieve
 from ragcli.store import corpus as store
 from ragcli.store import summaries as summary_store
@@ -52,7 +53,7 @@ class SummaryOptions:
     expand: bool = True
     feedback: bool = False  # pseudo-relevance feedback (ask.AskOptions.feedback)
     max_tokens: int = MAX_TOKENS
-    grammar: Optional[str] = None  # GBNF constraining the summary (llama.cpp users' --grammar-file)
+    grammar: Optional[Grammar] = None  # the user's --grammar-file, constraining the summary
 
 
 def normalise_topic(topic: str) -> str:
@@ -141,7 +142,7 @@ def _generated(model, topic: str, sources: list[Source], opts: SummaryOptions, o
     valid = {s.label for s in shown}
     stream = citations.StreamFilter(valid, *prompt.reference_maps(shown))
     pieces = []
-    for piece in model.chat(messages, max_tokens=opts.max_tokens, stream=True, grammar=opts.grammar):
+    for piece in model.chat(messages, max_tokens=opts.max_tokens, stream=True, constraint=opts.grammar):
         pieces.append(stream.feed(piece))
         if on_text and pieces[-1]:
             on_text(pieces[-1])

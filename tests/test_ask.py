@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from ragcli import ask
 from ragcli.answer import prompt
 from ragcli.cli import app
-from ragcli.models.llm import FakeChatModel, forced_text_grammar
+from ragcli.models.fake import FakeChatModel
+from ragcli.models.grammars import forced_text_grammar
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
@@ -102,7 +103,7 @@ def test_expansion_is_used_and_shown(conn, embedder):
     answer = ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions())
     assert answer.expanded_query == "craniotomy bone flap dura opening"
     rewrite_call = model.calls[0]
-    assert rewrite_call["grammar"] and "Question: what happens after cutting the skull?" in \
+    assert rewrite_call["constraint"] and "Question: what happens after cutting the skull?" in \
         rewrite_call["messages"][-1]["content"]
     assert any("raniotomy" in s.hit.section_str for s in answer.sources)
 
@@ -161,7 +162,7 @@ def test_no_context_does_not_call_the_model(conn, embedder):
     model = FakeChatModel([])  # any call would fail the test
     answer = ask.ask(conn, embedder, "what is the capital of France?", model, ask.AskOptions())
     assert answer.status == "no_context" and answer.answer == ""
-    assert model.calls == [] or all(c["grammar"] for c in model.calls)  # only the rewrite may run
+    assert model.calls == [] or all(c["constraint"] for c in model.calls)  # only the rewrite may run
     assert answer.sources, "the nearest passages are still listed"
 
 

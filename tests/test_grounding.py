@@ -12,7 +12,8 @@ from ragcli import ask
 from ragcli.answer import grounding
 from ragcli.search import legs as retrieve
 from ragcli.cli import app
-from ragcli.models.llm import FakeChatModel, forced_text_grammar
+from ragcli.models.fake import FakeChatModel
+from ragcli.models.grammars import forced_text_grammar
 from ragcli.answer.prompt import label_sources
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +95,7 @@ def test_verify_removes_claims_the_model_rejects(corpus, nimodipine_sources):
     v = answer.verification
     assert v["draft"] == text and "fractures" not in v["final"] and answer.answer == v["final"]
     assert [x["verdict"] for x in v["verdicts"]] == ["supported", "unsupported"]
-    assert model.calls[0]["grammar"] and "Claim 2:" in model.calls[0]["messages"][1]["content"]
+    assert model.calls[0]["constraint"] and "Claim 2:" in model.calls[0]["messages"][1]["content"]
 
 
 def test_cli_json_claims_and_verify_with_real_llama_cpp(corpus, tmp_path, tiny_gguf):

@@ -8,9 +8,14 @@ import pytest
 
 from conftest_llm import tiny_gguf  # noqa: F401  (fixture; also imported by conftest.py)
 from ragcli.errors import ModelError
-from ragcli.models.llm import (
-    FakeChatModel, LlamaCppModel, forced_text_grammar, gguf_metadata, json_verdicts_grammar, load_model, one_line_grammar, parse_verdicts, trained_context,
+from ragcli.models.chat import Grammar, OneLine
+from ragcli.models.factory import load_model
+from ragcli.models.fake import FakeChatModel
+from ragcli.models.gguf import gguf_metadata, trained_context
+from ragcli.models.grammars import (
+    forced_text_grammar, one_line_grammar, parse_verdicts, verdicts_constraint,
 )
+from ragcli.models.llama_cpp import LlamaCppModel
 from tinymodel import (
     CONTEXT_LENGTH,
     GEMMA_LIKE_TEMPLATE,
@@ -79,20 +84,20 @@ def test_plain_generation_returns_text(model):
 
 def test_grammar_forces_exact_output(model):
     text = "Hello [S9] world [S1]."
-    out = model.chat(_messages("Say hello."), max_tokens=64, grammar=forced_text_grammar(text))
+    out = model.chat(_messages("Say hello."), max_tokens=64, constraint=Grammar(forced_text_grammar(text)))
     assert out == text
 
 
 def test_forced_text_with_quotes_and_newlines(model):
     text = 'He said "stop".\nThen \\ left.'
-    out = model.chat(_messages("Quote."), max_tokens=64, grammar=forced_text_grammar(text))
+    out = model.chat(_messages("Quote."), max_tokens=64, constraint=Grammar(forced_text_grammar(text)))
     assert out == text
 
 
 def test_stream_pieces_join_to_non_stream_output(model):
     grammar = one_line_grammar(40)
-    whole = model.chat(_messages("Rewrite: bleeding leg"), max_tokens=24, grammar=grammar)
-    pieces = list(model.chat(_messages("Rewrite: bleeding leg"), max_tokens=24, grammar=grammar,
+    whole = model.chat(_messages("Rewrite: bleeding leg"), max_tokens=24, constraint=Grammar(grammar))
+    pieces = list(model.chat(_messages("Rewrite: bleeding leg"), max_tokens=24, constraint=Grammar(grammar),
                              stream=True))
     assert len(pieces) > 1
     assert "".join(pieces) == whole
@@ -100,13 +105,13 @@ def test_stream_pieces_join_to_non_stream_output(model):
 
 
 def test_one_line_grammar_output(model):
-    out = model.chat(_messages("Rewrite: burns"), max_tokens=60, grammar=one_line_grammar(30))
+    out = model.chat(_messages("Rewrite: burns"), max_tokens=60, constraint=OneLine(30))
     assert 1 <= len(out) <= 30
     assert "\n" not in out and not out.startswith(" ")
 
 
 def test_json_verdicts_grammar_yields_parseable_json(model):
-    out = model.chat(_messages("Judge."), max_tokens=120, grammar=json_verdicts_grammar(3))
+    out = model.chat(_messages("Judge."), max_tokens=120, constraint=verdicts_constraint(3))
     data = json.loads(out)
     assert [item["claim"] for item in data] == [1, 2, 3]
     assert all(v in ("supported", "partial", "unsupported") for v in parse_verdicts(out, 3))
@@ -114,10 +119,10 @@ def test_json_verdicts_grammar_yields_parseable_json(model):
 
 def test_second_call_reuses_system_prompt_cache(model):
     grammar = forced_text_grammar("ok")
-    model.chat(_messages("First question about splints?"), max_tokens=8, grammar=grammar)
+    model.chat(_messages("First question about splints?"), max_tokens=8, constraint=Grammar(grammar))
     first = dict(model.stats)
     model.chat(_messages("Second, different question about burns?"), max_tokens=8,
-               grammar=grammar)
+               constraint=Grammar(grammar))
     second = dict(model.stats)
     system_tokens = model.count_tokens(SYSTEM)
     assert first["prompt_cached"] == 0
@@ -129,8 +134,8 @@ def test_second_call_reuses_system_prompt_cache(model):
 
 def test_stream_stats_report_cache(model):
     grammar = forced_text_grammar("fine")
-    model.chat(_messages("One?"), max_tokens=8, grammar=grammar)
-    pieces = model.chat(_messages("Two?"), max_tokens=8, grammar=grammar, stream=True)
+    model.chat(_messages("One?"), max_tokens=8, constraint=Grammar(grammar))
+    pieces = model.chat(_messages("Two?"), max_tokens=8, constraint=Grammar(grammar), stream=True)
     assert "".join(pieces) == "fine"
     assert model.stats["prompt_cached"] >= model.count_tokens(SYSTEM)
     assert model.stats["prompt_evaluated"] < model.stats["prompt_tokens"]
@@ -143,16 +148,16 @@ def test_prompt_longer_than_context_is_model_error(model):
 
 def test_invalid_grammar_is_model_error(model):
     with pytest.raises(ModelError, match="Undefined rule identifier 'foo'"):
-        model.chat(_messages("x"), max_tokens=4, grammar="root ::= foo")
+        model.chat(_messages("x"), max_tokens=4, constraint=Grammar("root ::= foo"))
     with pytest.raises(ModelError, match="invalid GBNF"):
-        model.chat(_messages("x"), max_tokens=4, grammar="root ::= [unclosed")
+        model.chat(_messages("x"), max_tokens=4, constraint=Grammar("root ::= [unclosed"))
 
 
 def test_template_refusing_system_role_gets_it_merged(tmp_path):
     pytest.importorskip("llama_cpp")
     path = write_tiny_gguf(tmp_path / "gemma-like.gguf", chat_template=GEMMA_LIKE_TEMPLATE)
     model = LlamaCppModel(path, n_ctx=1024, n_threads=1)
-    out = model.chat(_messages("Hi?"), max_tokens=8, grammar=forced_text_grammar("Hi [S1]."))
+    out = model.chat(_messages("Hi?"), max_tokens=8, constraint=Grammar(forced_text_grammar("Hi [S1].")))
     assert out == "Hi [S1]."
     with pytest.raises(ModelError, match="chat template refused"):
         model.chat([{"role": "system", "content": "only a system message"}], max_tokens=4)
@@ -162,7 +167,7 @@ def test_model_without_template_uses_chatml(tmp_path):
     pytest.importorskip("llama_cpp")
     model = LlamaCppModel(write_tiny_gguf(tmp_path / "plain.gguf", chat_template=None),
                           n_ctx=1024, n_threads=1)
-    assert model.chat(_messages("Hi?"), max_tokens=8, grammar=forced_text_grammar("ok")) == "ok"
+    assert model.chat(_messages("Hi?"), max_tokens=8, constraint=Grammar(forced_text_grammar("ok"))) == "ok"
     assert model.stats["prompt_tokens"] > model.count_tokens(SYSTEM)
 
 
@@ -232,9 +237,9 @@ def test_errors_have_model_exit_code():
 def test_fake_queued_replies_and_calls():
     fake = FakeChatModel(["one", "two"])
     assert fake.chat([{"role": "user", "content": "a"}], max_tokens=5) == "one"
-    assert fake.chat([{"role": "user", "content": "b"}], max_tokens=6, grammar="g") == "two"
+    assert fake.chat([{"role": "user", "content": "b"}], max_tokens=6, constraint=Grammar("g")) == "two"
     assert [c["messages"][0]["content"] for c in fake.calls] == ["a", "b"]
-    assert fake.calls[1]["grammar"] == "g" and fake.calls[1]["max_tokens"] == 6
+    assert fake.calls[1]["constraint"] == Grammar("g") and fake.calls[1]["max_tokens"] == 6
     with pytest.raises(AssertionError):
         fake.chat([{"role": "user", "content": "c"}], max_tokens=5)
 
@@ -284,8 +289,8 @@ def test_any_text_can_be_forced_through_llama_cpp(tiny_gguf):  # noqa: F811
     @given(st.text(alphabet=alphabet, min_size=1, max_size=24))
     def check(text):
         grammar = forced_text_grammar(text)
-        assert model.chat(_messages("Repeat."), max_tokens=120, grammar=grammar) == text
-        streamed = model.chat(_messages("Repeat."), max_tokens=120, grammar=grammar, stream=True)
+        assert model.chat(_messages("Repeat."), max_tokens=120, constraint=Grammar(grammar)) == text
+        streamed = model.chat(_messages("Repeat."), max_tokens=120, constraint=Grammar(grammar), stream=True)
         assert "".join(streamed) == text
 
     check()

@@ -22,7 +22,8 @@ from ragcli.store import db
 from ragcli.answer import prompt
 from ragcli.store import summaries as summary_store
 from ragcli.errors import NotFoundError, UsageError
-from ragcli.models.llm import FakeChatModel, forced_text_grammar
+from ragcli.models.fake import FakeChatModel
+from ragcli.models.grammars import forced_text_grammar
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
@@ -278,13 +279,13 @@ def test_cli_generation_with_real_llama_cpp(corpus_db, cli, tiny_gguf, tmp_path)
 def _no_models(monkeypatch):
     """`show`, `list` and `topics` must not load an embedding model or a chat model."""
     from ragcli.models import embed
-    from ragcli.models import llm
+    from ragcli.models import factory
 
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded")
 
     monkeypatch.setattr(embed, "get_embedder", refuse)
-    monkeypatch.setattr(llm, "load_model", refuse)
+    monkeypatch.setattr(factory, "load_model", refuse)
     monkeypatch.setenv("RAGCLI_MODEL", str(Path("/nonexistent/model.gguf")))
 
 

@@ -84,14 +84,14 @@ def verify_messages(answer: Answer, claims: list[Claim]) -> list[dict]:
 
 def verify(answer: Answer, model, embedder) -> None:
     """Draft -> per-claim verdicts (JSON grammar) -> unsupported claims removed."""
-    from ragcli.models import llm
+    from ragcli.models import grammars
 
     claims = [c for c in answer.claims if c.support != "not_factual"]
     if not claims:
         return
     reply = model.chat(verify_messages(answer, claims), max_tokens=40 * len(claims) + 16,
-                       grammar=llm.json_verdicts_grammar(len(claims)), temperature=0.0)
-    verdicts = llm.parse_verdicts(str(reply), len(claims))
+                       constraint=grammars.verdicts_constraint(len(claims)), temperature=0.0)
+    verdicts = grammars.parse_verdicts(str(reply), len(claims))
     rejected = {id(c) for c, v in zip(claims, verdicts) if v == "unsupported"}
     keep = [c for c in answer.claims if id(c) not in rejected]
     draft = answer.answer

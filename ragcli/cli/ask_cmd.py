@@ -14,15 +14,15 @@ from ragcli.cli.common import (
 def model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens):
     """Merge flags, RAGCLI_MODEL and the config file; load the model (None when none is configured)."""
     from ragcli import config
-    from ragcli.models import llm
+    from ragcli.models.factory import load_model
 
     s = config.model_settings(path=model, n_ctx=ctx, threads=threads, gpu_layers=gpu_layers, seed=seed,
                               temperature=temperature, max_tokens=max_tokens)
     if not s.path:
         return None, s
     quiet = not sys.stderr.isatty()
-    load = lambda: llm.load_model(s.path, n_ctx=s.n_ctx, threads=s.threads, gpu_layers=s.gpu_layers,  # noqa
-                                  seed=s.seed, temperature=s.temperature)
+    load = lambda: load_model(s.path, n_ctx=s.n_ctx, threads=s.threads, gpu_layers=s.gpu_layers,  # noqa
+                              seed=s.seed, temperature=s.temperature)
     if quiet:
         return load(), s
     with console(stderr=True).status(f"loading model {s.path}", spinner="dots"):
@@ -97,13 +97,14 @@ def ask(
         render.print_answer(out, answer, streamed=live, evidence=evidence)
 
 
-def read_grammar(path: Optional[str]) -> Optional[str]:
+def read_grammar(path: Optional[str]):
     from ragcli.errors import UsageError
+    from ragcli.models.chat import Grammar
 
     if not path:
         return None
     try:
-        return open(path, encoding="utf-8").read()
+        return Grammar(open(path, encoding="utf-8").read())
     except OSError as exc:
         raise UsageError(f"cannot read grammar file {path}: {exc.strerror}") from exc
 

@@ -1,0 +1,53 @@
+"""A deterministic chat model for pipeline tests."""
+from __future__ import annotations
+
+from typing import Callable, Optional, Union
+
+from ragcli.models.chat import Constraint, Messages, Progress
+
+
+class FakeChatModel:
+    """Deterministic chat model for pipeline tests.
+
+    `replies`: a list of replies given in order (an exhausted queue fails the test), one string
+    given to every call, or a function(messages) -> str. Every call is recorded in `calls`."""
+
+    tokens_exact = False
+
+    def __init__(self, replies: Union[list[str], Callable[[Messages], str], str] = "",
+                 name: str = "fake", context_size: int = 4096, piece_size: int = 3):
+        if isinstance(replies, str):
+            fixed = replies
+            replies = lambda _messages: fixed  # noqa: E731 - the same reply to every call
+        self._replies = replies if callable(replies) else list(replies)
+        self.name = name
+        self.params = {"backend": "fake"}
+        self.context_size = context_size
+        self.piece_size = piece_size
+        self.calls: list[dict] = []
+        self.stats: dict = {}
+
+    def count_tokens(self, text: str) -> int:
+        return len(text) // 4 + 1
+
+    def _next_reply(self, messages: Messages) -> str:
+        if callable(self._replies):
+            return self._replies(messages)
+        if not self._replies:
+            raise AssertionError("FakeChatModel: no queued reply left")
+        return self._replies.pop(0)
+
+    def chat(self, messages: Messages, *, max_tokens: int, constraint: Optional[Constraint] = None,
+             stream: bool = False, temperature: Optional[float] = None,
+             on_progress: Optional[Progress] = None):
+        self.calls.append({"messages": [dict(m) for m in messages], "max_tokens": max_tokens,
+                           "constraint": constraint, "stream": stream, "temperature": temperature})
+        reply = self._next_reply(messages)
+        prompt = sum(self.count_tokens(m.get("content", "")) for m in messages)
+        self.stats = {"prompt_tokens": prompt, "prompt_evaluated": prompt, "prompt_cached": 0,
+                      "generated_tokens": self.count_tokens(reply)}
+        if not stream:
+            return reply
+        step = self.piece_size
+        return iter([reply[i:i + step] for i in range(0, len(reply), step)])
+

@@ -1,0 +1,257 @@
+"""The in-process backend: a GGUF chat model run by llama-cpp-python.
+
+`llama_cpp` is imported inside the functions that use it, so importing this module stays fast and
+works without llama-cpp-python installed.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Iterator, Optional, Union
+
+from ragcli.errors import ModelError
+from ragcli.models import grammars
+from ragcli.models.chat import Constraint, Grammar, JsonSchema, Messages, OneLine, Progress
+from ragcli.models.gguf import gguf_metadata, trained_context
+
+DEFAULT_CTX = 4096
+
+
+def import_llama_cpp():
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError as exc:
+        raise ModelError(
+            "llama-cpp-python is not installed; install it (pip install llama-cpp-python) "
+            "or run without --model for extractive answers"
+        ) from exc
+    return llama_cpp
+
+
+def check_model_file(path: Union[str, Path], n_ctx: Optional[int]) -> dict:
+    """Validate a model file before loading it; returns its header metadata. n_ctx None: no check
+    (the default context is capped at the trained one)."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise ModelError(f"model file not found: {path}")
+    if not path.is_file():
+        raise ModelError(f"model path is not a file: {path}")
+    meta = gguf_metadata(path)
+    trained = trained_context(meta)
+    if trained and n_ctx and n_ctx > trained:
+        raise ModelError(
+            f"context size {n_ctx} is larger than the context this model was trained with ({trained}); "
+            f"use --ctx {trained} or less"
+        )
+    return meta
+
+
+def capture_stderr(fn):
+    """Run fn() with file descriptor 2 redirected (llama.cpp's C code prints errors there);
+    returns (result, captured text)."""
+    import sys
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            result = fn()
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        return result, tmp.read().decode("utf-8", errors="replace")
+
+
+def constraint_gbnf(constraint: Optional[Constraint]) -> Optional[str]:
+    """The GBNF grammar that enforces a constraint (None: no constraint)."""
+    if constraint is None:
+        return None
+    if isinstance(constraint, Grammar):
+        return constraint.gbnf
+    if isinstance(constraint, OneLine):
+        return grammars.one_line_grammar(constraint.max_chars)
+    if isinstance(constraint, JsonSchema):
+        return constraint.gbnf or grammars.json_schema_grammar(constraint.schema)
+    raise TypeError(f"unknown output constraint {constraint!r}")
+
+
+class LlamaCppModel:
+    """A GGUF chat model run in-process by llama-cpp-python.
+
+    The same `Llama` object serves every call, so llama.cpp keeps the KV cache of the previous
+    prompt and only evaluates the tokens after the longest common prefix: a second call that
+    shares the system prompt does not re-process it (see `stats["prompt_cached"]`).
+    """
+
+    tokens_exact = True
+
+    def __init__(self, path: Union[str, Path], n_ctx: Optional[int] = None, n_threads: Optional[int] = None,
+                 n_gpu_layers: int = 0, seed: int = 0, temperature: float = 0.2,
+                 verbose: bool = False):
+        self.path = Path(path).expanduser()
+        meta = check_model_file(self.path, n_ctx)
+        if n_ctx is None:  # not asked for: 4096, or less when the model was trained on less
+            n_ctx = min(DEFAULT_CTX, trained_context(meta) or DEFAULT_CTX)
+        llama_cpp = import_llama_cpp()
+        self.seed = seed
+        self.temperature = temperature
+        self._grammars: dict[str, object] = {}
+        self._format = None
+        self._on_progress: Optional[Progress] = None
+        try:
+            self._llm = llama_cpp.Llama(
+                model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads,
+                n_gpu_layers=n_gpu_layers, seed=seed, verbose=verbose,
+            )
+        except Exception as exc:  # llama-cpp-python raises ValueError/RuntimeError/OSError
+            raise ModelError(f"cannot load model {self.path}: {exc}") from exc
+        self._install_eval_counter()
+        self.name = str(meta.get("general.name") or self.path.stem)
+        self.context_size = int(self._llm.n_ctx())
+        self.params = {
+            "path": str(self.path), "file": self.path.name, "backend": "llama.cpp",
+            "n_ctx": self.context_size, "n_ctx_train": trained_context(meta),
+            "n_threads": n_threads, "n_gpu_layers": n_gpu_layers, "seed": seed,
+            "temperature": temperature, "architecture": meta.get("general.architecture"),
+        }
+        self.stats: dict = {}
+
+    def _install_eval_counter(self) -> None:
+        """Count tokens llama.cpp really evaluates: Llama.generate calls self.eval() once with
+        the prompt tokens not already in the KV cache, then once per generated token."""
+        original = self._llm.eval
+        self._evals: list[int] = []
+
+        def counting_eval(tokens):
+            self._evals.append(len(tokens))
+            result = original(tokens)
+            if len(self._evals) == 1 and self._on_progress:
+                self._on_progress("prompt_done", {"evaluated": len(tokens)})
+            return result
+
+        self._llm.eval = counting_eval
+
+    def _grammar(self, text: Optional[str]):
+        if text is None:
+            return None
+        if text not in self._grammars:
+            from llama_cpp import LlamaGrammar
+
+            self._check_grammar(text)
+            self._grammars[text] = LlamaGrammar.from_string(text, verbose=False)
+        return self._grammars[text]
+
+    def _check_grammar(self, text: str) -> None:
+        """Parse the grammar once with llama.cpp. LlamaGrammar.from_string does not validate, and
+        an unparsable grammar would reach the sampler chain as a NULL sampler."""
+        import llama_cpp
+
+        vocab = self._llm._model.vocab
+        sampler, message = capture_stderr(
+            lambda: llama_cpp.llama_sampler_init_grammar(vocab, text.encode("utf-8"), b"root"))
+        if not sampler:
+            detail = " ".join(message.split())[:300] or "llama.cpp could not parse it"
+            raise ModelError(f"invalid GBNF grammar: {detail}")
+        llama_cpp.llama_sampler_free(sampler)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def _formatter(self):
+        """The GGUF's own chat template, rendered the way create_chat_completion renders it."""
+        from llama_cpp import llama_chat_format
+
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:  # very old GGUFs: fall back to ChatML
+            return llama_chat_format.format_chatml
+        model = self._llm._model
+        eos, bos = self._llm.token_eos(), self._llm.token_bos()
+        return llama_chat_format.Jinja2ChatFormatter(
+            template=template,
+            eos_token=model.token_get_text(eos) if eos != -1 else "",
+            bos_token=model.token_get_text(bos) if bos != -1 else "",
+        )
+
+    def prompt_tokens(self, messages: Messages) -> list[int]:
+        """The chat rendered with the model's template and tokenized."""
+        if self._format is None:
+            self._format = self._formatter()
+        try:
+            result = self._format(messages=messages)
+        except Exception as exc:  # templates raise e.g. "System role not supported"
+            if not (messages and messages[0].get("role") == "system" and len(messages) > 1):
+                raise ModelError(f"the model's chat template refused the messages: {exc}") from exc
+            first = messages[0]["content"] + "\n\n" + messages[1]["content"]
+            merged = dict(messages[1], content=first)
+            return self.prompt_tokens([merged] + list(messages[2:]))
+        return self._llm.tokenize(result.prompt.encode("utf-8"),
+                                  add_bos=not result.added_special, special=True)
+
+    def chat(self, messages: Messages, *, max_tokens: int, constraint: Optional[Constraint] = None,
+             stream: bool = False, temperature: Optional[float] = None,
+             on_progress: Optional[Progress] = None):
+        prompt = self.prompt_tokens(messages)
+        room = self.context_size - len(prompt)
+        if room <= 0:
+            raise ModelError(f"the prompt has {len(prompt)} tokens but the model context holds "
+                             f"{self.context_size}; use fewer sources or a larger --ctx")
+        temp = self.temperature if temperature is None else temperature
+        grammar = self._grammar(constraint_gbnf(constraint))
+        pieces = self._generate(prompt, min(max_tokens, room), grammar, temp, on_progress)
+        return pieces if stream else "".join(pieces)
+
+    def _generate(self, prompt: list[int], max_tokens: int, grammar, temp: float,
+                  on_progress: Optional[Progress]) -> Iterator[str]:
+        """Sample until an end-of-generation token or max_tokens, yielding decoded text.
+
+        Bytes are decoded incrementally (a character may span tokens; invalid UTF-8 is dropped),
+        so the streamed pieces always join to the non-streamed reply."""
+        import codecs
+
+        import llama_cpp
+
+        llm, generated = self._llm, 0
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")
+        llm.set_seed(self.seed)
+        self._evals = []
+        self._on_progress = on_progress
+        start = time.perf_counter()
+        if on_progress:
+            on_progress("prompt", {"prompt_tokens": len(prompt)})
+        try:
+            for token in llm.generate(prompt, temp=temp, top_k=40, top_p=0.95, min_p=0.05,
+                                      repeat_penalty=1.0, grammar=grammar):
+                if generated == 0 and on_progress:
+                    on_progress("first_token", {"seconds": time.perf_counter() - start})
+                if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
+                    break
+                generated += 1
+                piece = decoder.decode(llm.detokenize([token]))
+                if piece:
+                    yield piece
+                if generated >= max_tokens:
+                    break
+            tail = decoder.decode(b"", final=True)
+            if tail:
+                yield tail
+        except RuntimeError as exc:  # llama_decode failures
+            raise ModelError(f"llama.cpp failed while generating: {exc}") from exc
+        finally:
+            self._on_progress = None
+            self._record(len(prompt), generated)
+
+    def _record(self, prompt_tokens: int, generated: int) -> None:
+        """Stats of the last call. The eval counter's first entry is the number of prompt tokens
+        llama.cpp evaluated; the rest of the prompt came from the KV cache."""
+        evaluated = self._evals[0] if self._evals else 0
+        self.stats = {
+            "prompt_tokens": prompt_tokens,
+            "prompt_evaluated": evaluated,
+            "prompt_cached": prompt_tokens - evaluated,
+            "generated_tokens": generated,
+        }
