@@ -64,6 +64,14 @@ def _open(path: Path, f) -> tuple[int, int]:
     return n_tensors, n_kv
 
 
+def _metadata(f, n_kv: int, keep_arrays: bool = False):
+    """(key, value) pairs of the metadata section, in file order."""
+    for _ in range(n_kv):
+        key = _read_string(f)
+        (vtype,) = struct.unpack("<I", f.read(4))
+        yield key, _read_value(f, vtype, keep_arrays)
+
+
 def gguf_metadata(path: Union[str, Path]) -> dict:
     """Scalar metadata of a GGUF file, read from its header without loading the model.
 
@@ -75,10 +83,8 @@ def gguf_metadata(path: Union[str, Path]) -> dict:
         with open(path, "rb") as f:
             _n_tensors, n_kv = _open(path, f)
             meta: dict = {}
-            for _ in range(n_kv):
-                key = _read_string(f)
-                (vtype,) = struct.unpack("<I", f.read(4))
-                meta[key] = _read_value(f, vtype)
+            for key, value in _metadata(f, n_kv):
+                meta[key] = value
                 arch = meta.get("general.architecture")
                 if arch and f"{arch}.context_length" in meta:
                     break
@@ -95,11 +101,7 @@ def gguf_facts(path: Union[str, Path]) -> dict:
     try:
         with open(path, "rb") as f:
             n_tensors, n_kv = _open(path, f)
-            meta: dict = {}
-            for _ in range(n_kv):
-                key = _read_string(f)
-                (vtype,) = struct.unpack("<I", f.read(4))
-                meta[key] = _read_value(f, vtype, keep_arrays=True)
+            meta = dict(_metadata(f, n_kv, keep_arrays=True))
             params = 0
             names = []
             for _ in range(n_tensors):
