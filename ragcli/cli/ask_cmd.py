@@ -61,8 +61,9 @@ def ask(
 ) -> None:
     """Answer a question from the books, citing only passages that were retrieved."""
     from ragcli import ask as core
-    from ragcli.render import terminal as render
     from ragcli.models.embed import MemoEmbedder
+    from ragcli.render import data, terminal
+    from ragcli.render.stream import AnswerStream
 
     conn = open_db(db, create=False)
     core.retrieve.check_scope(conn, book)
@@ -71,20 +72,9 @@ def ask(
     opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
                            max_tokens=settings.max_tokens,
                            show_prompt=show_prompt, grammar=read_grammar(grammar_file))
-    live = not json_out and sys.stdout.isatty() and chat_model is not None
-    out = console()
-    streamed = []
-
-    def on_text(text: str) -> None:
-        streamed.append(text)
-        if live:
-            out.print(render.styled_answer(text), end="")
-
-    def on_expanded(exp) -> None:
-        if not json_out and (exp.rewrite or exp.terms):
-            info(render.expansion_line(exp.rewrite, exp.terms))
-
-    answer = core.ask(conn, embedder, question, chat_model, opts, on_text=on_text, on_expanded=on_expanded)
+    stream = AnswerStream.for_model(chat_model, json_out)
+    answer = core.ask(conn, embedder, question, chat_model, opts, on_text=stream.on_text,
+                      on_expanded=stream.on_expanded)
     if verify or evidence or answer.status in ("answered", "extractive"):
         _assess(answer, embedder, chat_model, verify)
     if answer.prompt and show_prompt:
@@ -92,9 +82,9 @@ def ask(
     for removed in answer.removed_citations:
         warn(f"removed citation {removed.text!r}: {removed.reason}")
     if json_out:
-        render.print_json(render.answer_data(answer))
+        data.print_json(data.answer_data(answer))
     else:
-        render.print_answer(out, answer, streamed=live, evidence=evidence)
+        terminal.print_answer(stream.console, answer, streamed=stream.live, evidence=evidence)
 
 
 def read_grammar(path: Optional[str]):

@@ -1,4 +1,4 @@
-"""Shared CLI pieces: the app, common options, consoles, error -> exit code."""
+"""Shared CLI pieces: the app, common options, error -> exit code (output helpers: render/console.py)."""
 from __future__ import annotations
 
 import functools
@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from ragcli.errors import RagcliError
+from ragcli.render.console import console, err, escape, info, status, warn  # noqa: F401  (the commands' helpers)
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -30,25 +31,6 @@ EmbedOpt = Annotated[Optional[str], typer.Option("--embed-model", help="Embeddin
 INTERNAL_ERROR = 70
 
 
-def console(stderr: bool = False):
-    """stdout: tables wrapped to the terminal. stderr: messages are never wrapped mid-sentence."""
-    from rich.console import Console
-
-    return Console(stderr=stderr, highlight=False, soft_wrap=stderr)
-
-
-def err(message: str) -> None:
-    console(stderr=True).print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
-
-
-def warn(message: str) -> None:
-    console(stderr=True).print(f"[yellow]warning:[/] {message}", markup=True, highlight=False)
-
-
-def info(message: str) -> None:
-    console(stderr=True).print(message, markup=True, highlight=False)
-
-
 def handle_errors(fn):
     """Turn the project's errors into one line on stderr and a documented exit code."""
 
@@ -57,7 +39,7 @@ def handle_errors(fn):
         try:
             return fn(*args, **kwargs)
         except RagcliError as exc:
-            err(_escape(str(exc)))
+            err(escape(str(exc)))
             raise typer.Exit(exc.exit_code)
         except KeyboardInterrupt:
             err("interrupted; nothing was changed by the unfinished step")
@@ -67,11 +49,11 @@ def handle_errors(fn):
         except Exception as exc:  # a bug: one line, unless debugging
             corpus_problem = _corpus_error(exc)
             if corpus_problem:  # a database error no core function turned into CorpusError
-                err(_escape(corpus_problem.args[0]))
+                err(escape(corpus_problem.args[0]))
                 raise typer.Exit(corpus_problem.exit_code)
             if os.environ.get("RAGCLI_DEBUG"):
                 raise
-            err(f"internal error: {type(exc).__name__}: {_escape(str(exc))} (set RAGCLI_DEBUG=1 for a traceback)")
+            err(f"internal error: {type(exc).__name__}: {escape(str(exc))} (set RAGCLI_DEBUG=1 for a traceback)")
             raise typer.Exit(INTERNAL_ERROR)
 
     return wrapper
@@ -85,12 +67,6 @@ def _corpus_error(exc: Exception):
     if isinstance(exc, dbmod.DatabaseError) and any(word in str(exc) for word in known):
         return CorpusError(dbmod.describe(exc, Path("the corpus file")))
     return None  # anything else is a bug: reported as an internal error
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
 
 
 def open_db(db: Optional[str], create: bool = True):
@@ -109,9 +85,9 @@ def embedder_for(conn, name: Optional[str] = None, quiet: bool = False, bulk: bo
     recorded = store.embedding_model(conn)
     name = name or (recorded[0] if recorded else embed.DEFAULT_MODEL)
     store.check_embedding(conn, name)
-    if quiet or not sys.stderr.isatty():
+    if quiet:
         return embed.get_embedder(name, bulk=bulk)
-    with console(stderr=True).status(f"loading embedding model {name}", spinner="dots"):
+    with status(f"loading embedding model {name}"):
         return embed.get_embedder(name, bulk=bulk)
 
 

@@ -1,7 +1,6 @@
 """ingest, books, info, reembed."""
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Optional
 
 import typer
@@ -24,7 +23,9 @@ def ingest(
     """Add PDF books to the corpus (pages, sections, figures, passages, vectors)."""
     from ragcli.ingest import pipeline as core
     from ragcli.errors import InputError, RagcliError, UsageError
-    from ragcli.render.terminal import print_json
+    from ragcli.render.data import ingest_data, print_json
+    from ragcli.render.progress import Progress
+    from ragcli.render.terminal import ingest_line
 
     files = core.discover(paths)
     if not files:
@@ -39,7 +40,7 @@ def ingest(
     results = []
     for path in files:
         try:
-            with _progress(path.name, json_out) as progress:
+            with Progress(path.name, json_out) as progress:
                 result = core.ingest_file(conn, path, embedder, book_id=book_id, title=title,
                                           password=password, replace=replace, progress=progress)
         except RagcliError as exc:
@@ -48,52 +49,13 @@ def ingest(
             result = core.IngestResult(str(path), "failed", error=str(exc), exit_code=exc.exit_code)
             err(str(exc))
         results.append(result)
-        if not json_out:
-            _print_result(result)
+        if not json_out and ingest_line(result):
+            info(ingest_line(result))
     if json_out:
-        print_json(results)
+        print_json(ingest_data(results))
     failed = [r for r in results if r.status == "failed"]
     if failed:
         raise typer.Exit(failed[0].exit_code)
-
-
-class _progress:
-    """A rich progress bar on stderr: pages read, then passages embedded."""
-
-    def __init__(self, name: str, quiet: bool):
-        self.name, self.quiet, self.bar, self.tasks = name, quiet or not sys.stderr.isatty(), None, {}
-
-    def __enter__(self):
-        if self.quiet:
-            return None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=console(stderr=True), transient=True)
-        self.bar.start()
-        return self.update
-
-    def update(self, phase: str, done: int, total: int) -> None:
-        label = {"pages": "reading pages", "embed": "embedding passages"}.get(phase, phase)
-        if phase not in self.tasks:
-            self.tasks[phase] = self.bar.add_task(f"{self.name}: {label}", total=total)
-        self.bar.update(self.tasks[phase], completed=done, total=total)
-
-    def __exit__(self, *exc):
-        if self.bar:
-            self.bar.stop()
-        return False
-
-
-def _print_result(r) -> None:
-    if r.status == "failed":
-        return
-    if r.status == "unchanged":
-        info(f"[dim]unchanged[/] {r.book_id}: already in the corpus ({r.path})")
-        return
-    info(f"[green]{r.status}[/] [bold]{r.book_id}[/] “{r.title}”: {r.pages} pages, {r.sections} sections, "
-         f"{r.figures} figures, {r.passages} passages ({r.embedded} embedded, {r.reused} reused) "
-         f"in {r.seconds:.1f}s")
 
 
 books_app = typer.Typer(help="List the books in the corpus; `books remove ID` removes one.",
@@ -108,12 +70,13 @@ def books(ctx: typer.Context, db: DbOpt = None, json_out: JsonOpt = False) -> No
     if ctx.invoked_subcommand:
         return
     from ragcli.store import corpus as store
-    from ragcli.render.terminal import books_table, print_json
+    from ragcli.render.data import books_data, print_json
+    from ragcli.render.terminal import books_table
 
     conn = open_db(db)
     rows = store.list_books(conn)
     if json_out:
-        print_json(rows)
+        print_json(books_data(rows))
     elif not rows:
         info("the corpus is empty: add a book with `ragcli ingest BOOK.pdf`")
     else:
@@ -126,7 +89,7 @@ def books_remove(book_id: Annotated[str, typer.Argument(help="Book id (see `ragc
                  db: DbOpt = None, json_out: JsonOpt = False) -> None:
     """Remove a book and everything of it."""
     from ragcli.ingest import pipeline as core
-    from ragcli.render.terminal import print_json
+    from ragcli.render.data import print_json
 
     conn = open_db(db, create=False)
     core.remove_book(conn, book_id)
@@ -140,17 +103,15 @@ def books_remove(book_id: Annotated[str, typer.Argument(help="Book id (see `ragc
 @handle_errors
 def info_cmd(db: DbOpt = None, json_out: JsonOpt = False) -> None:
     """Where the corpus is, what is in it, schema version, embedding model, library versions."""
+    from ragcli.render.data import info_data, print_json
+    from ragcli.render.terminal import print_info
     from ragcli.store import info as corpus_info
-    from ragcli.render.terminal import print_json
 
     data = corpus_info.describe(open_db(db))
     if json_out:
-        print_json(data)
-        return
-    for key, value in data.items():
-        if isinstance(value, dict):
-            value = ", ".join(f"{k} {v}" for k, v in value.items())
-        console().print(f"[bold]{key}[/]: {value}", highlight=False)
+        print_json(info_data(data))
+    else:
+        print_info(console(), data)
 
 
 @app.command()
@@ -164,14 +125,15 @@ def reembed(
     """Re-embed every passage with another embedding model (one transaction; nothing changes on failure)."""
     from ragcli.models import embed
     from ragcli.ingest.reembed import reembed as core
-    from ragcli.render.terminal import print_json
+    from ragcli.render.data import print_json
+    from ragcli.render.progress import Progress
+    from ragcli.render.terminal import reembed_line
 
     conn = open_db(db, create=False)
     embedder = embed.get_embedder(embed_model, bulk=True)
-    with _progress("re-embedding", json_out) as progress:
+    with Progress("re-embedding", json_out) as progress:
         report = core(conn, embedder, progress)
     if json_out:
         print_json(report)
     else:
-        info(f"re-embedded {report['passages']} passages and {report['terms']} terms with {report['model']} "
-             f"({report['dim']} dimensions)")
+        info(reembed_line(report))

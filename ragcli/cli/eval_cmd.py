@@ -31,7 +31,8 @@ def retrieval(
     """Score the corpus's retrieval against known answers, one column per mode."""
     from ragcli import evaluate
     from ragcli.errors import UsageError
-    from ragcli.render.terminal import print_json
+    from ragcli.render.data import eval_data, print_json
+    from ragcli.render.terminal import eval_table
 
     modes = list(dict.fromkeys(mode or evaluate.DEFAULT_MODES))
     for m in modes:
@@ -42,42 +43,6 @@ def retrieval(
     embedder = embedder_for(conn, embed_model) if modes != ["lexical"] else None
     report = evaluate.run_eval(conn, embedder, qs, modes, book, k, keep_ranked=10 if per_query else 0)
     if json_out:
-        print_json(_report_data(report, per_query))
+        print_json(eval_data(report, per_query))
     else:
-        console().print(_table(report))
-
-
-def _report_data(report, per_query: bool) -> dict:
-    data = {"kind": report.kind, "queries": report.queries, "metrics": report.metrics, "modes": {}}
-    for r in report.modes:
-        entry = {"metrics": _rounded(r.metrics), "seconds": round(r.seconds, 2)}
-        if r.by_type:
-            entry["by_type"] = {t: _rounded(m) for t, m in r.by_type.items()}
-        if per_query:
-            entry["per_query"] = r.per_query
-        data["modes"][r.mode] = entry
-    return data
-
-
-def _rounded(metrics: dict) -> dict:
-    return {key: round(value, 4) for key, value in metrics.items()}
-
-
-def _table(report):
-    from rich.table import Table
-
-    table = Table(title=f"{report.queries} {'BEIR' if report.kind == 'beir' else 'page-set'} queries")
-    table.add_column("metric")
-    for r in report.modes:
-        table.add_column(r.mode, justify="right")
-    rows = [("", m) for m in report.metrics]
-    types = sorted({t for r in report.modes for t in r.by_type})
-    for t in types:
-        rows += [(t, m) for m in report.metrics if m.startswith(("hit", "mrr"))]
-    for group, metric in rows:
-        values = [(r.by_type.get(group, {}) if group else r.metrics).get(metric, 0.0) for r in report.modes]
-        best = max(values) if values else 0.0
-        cells = [f"[bold]{v:.3f}[/]" if v == best and len(values) > 1 else f"{v:.3f}" for v in values]
-        table.add_row(f"{group} {metric}".strip(), *cells)
-    table.add_row("seconds", *[f"{r.seconds:.1f}" for r in report.modes])
-    return table
+        console().print(eval_table(report))

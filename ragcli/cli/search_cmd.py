@@ -24,7 +24,8 @@ def search(
     """Find passages and figures by meaning and by word."""
     from ragcli.search import expansion as expand
     from ragcli.search import legs as retrieve
-    from ragcli.render.terminal import hit_data, hits_table, print_json
+    from ragcli.render.data import hits_data, print_json
+    from ragcli.render.terminal import hits_table
 
     if mode not in expand.MODES:
         raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(expand.MODES)})")
@@ -33,7 +34,7 @@ def search(
     embedder = embedder_for(conn, embed_model) if mode != "lexical" else None
     result = expand.search_mode(conn, embedder, query, mode, k=k, book_ids=book)
     if json_out:
-        print_json([hit_data(h) for h in result.hits])
+        print_json(hits_data(result.hits))
     elif not result.hits:
         info("no passage matches; try other words or --mode dense")
     else:

@@ -1,7 +1,6 @@
 """summary new / list / show / topics: numbered topic summaries kept in the corpus file."""
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Optional
 
 import typer
@@ -41,8 +40,9 @@ def summary_new(
     """Generate a summary of TOPIC from the books and save it as the topic's next number."""
     from ragcli.search import legs as retrieve
     from ragcli import summary as core
-    from ragcli.render.terminal import print_json, styled_answer
-    from ragcli.render.summary import print_summary, summary_data
+    from ragcli.render.data import print_json, summary_data
+    from ragcli.render.stream import AnswerStream
+    from ragcli.render.terminal import print_summary
 
     core.normalise_topic(topic)  # an empty topic fails before any model is loaded
     conn = open_db(db, create=False)
@@ -52,20 +52,14 @@ def summary_new(
     opts = core.SummaryOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
                                max_tokens=max_tokens or max(settings.max_tokens, core.MAX_TOKENS),
                                grammar=read_grammar(grammar_file))
-    live = not json_out and sys.stdout.isatty() and chat_model is not None
-    out = console()
-
-    def on_text(text: str) -> None:
-        if live:
-            out.print(styled_answer(text), end="")
-
-    result = core.new(conn, embedder, topic, chat_model, opts, on_text=on_text)
+    stream = AnswerStream.for_model(chat_model, json_out)
+    result = core.new(conn, embedder, topic, chat_model, opts, on_text=stream.on_text)
     for removed in result.removed_citations:
         warn(f"removed citation {removed.text!r}: {removed.reason}")
     if json_out:
         print_json(summary_data(result))
     else:
-        print_summary(out, result, streamed=live)
+        print_summary(stream.console, result, streamed=stream.live)
 
 
 @summary_app.command("list")
@@ -73,13 +67,13 @@ def summary_new(
 def summary_list(topic: TopicArg, db: DbOpt = None, json_out: JsonOpt = False) -> None:
     """The saved summaries of TOPIC: number, date, model, books, sources, stale or not."""
     from ragcli import summary as core
-    from ragcli.render.terminal import print_json
-    from ragcli.render.summary import list_data, summaries_table
+    from ragcli.render.data import print_json, summary_list_data
+    from ragcli.render.terminal import summaries_table
 
     conn = open_db(db, create=False)
     key, found = core.history(conn, topic)
     if json_out:
-        print_json(list_data(" ".join(topic.split()), key, found))
+        print_json(summary_list_data(" ".join(topic.split()), key, found))
     elif not found:
         info(f"no summaries of '{' '.join(topic.split())}' yet: make one with "
              f"`ragcli summary new \"{' '.join(topic.split())}\"`")
@@ -96,8 +90,8 @@ def summary_show(
 ) -> None:
     """Print a saved summary and its sources (no model needed); says when its sources changed."""
     from ragcli import summary as core
-    from ragcli.render.terminal import print_json
-    from ragcli.render.summary import print_summary, summary_data
+    from ragcli.render.data import print_json, summary_data
+    from ragcli.render.terminal import print_summary
 
     conn = open_db(db, create=False)
     result = core.get(conn, topic, number)
@@ -112,8 +106,8 @@ def summary_show(
 def summary_topics(db: DbOpt = None, json_out: JsonOpt = False) -> None:
     """Every topic with its number of summaries and the latest date."""
     from ragcli import summary as core
-    from ragcli.render.terminal import print_json
-    from ragcli.render.summary import topics_data, topics_table
+    from ragcli.render.data import print_json, topics_data
+    from ragcli.render.terminal import topics_table
 
     rows = core.topics(open_db(db, create=False))
     if json_out:

@@ -1,45 +1,11 @@
-"""Rich and JSON renderings of the same dataclasses. Depends only on `types` (and rich, lazily)."""
+"""Terminal views of the core's dataclasses: hits, books, answers, summaries, eval tables, info,
+ingest results. The JSON of the same data is `render/data.py`. rich is imported lazily."""
 from __future__ import annotations
 
-import dataclasses
-import json
 import re
-import sys
-from typing import Any
 
-from ragcli.types import Book, Hit
-
-
-def to_data(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {k: to_data(v) for k, v in dataclasses.asdict(obj).items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_data(v) for v in obj]
-    if isinstance(obj, dict):
-        return {k: to_data(v) for k, v in obj.items()}
-    return obj
-
-
-def print_json(data: Any) -> None:
-    json.dump(to_data(data), sys.stdout, ensure_ascii=False, indent=2)
-    sys.stdout.write("\n")
-
-
-def hit_data(hit: Hit) -> dict:
-    """The documented JSON shape of one search hit (README: "search --json")."""
-    return {
-        "rank": hit.rank, "kind": hit.kind, "passage_id": hit.passage_id,
-        "book_id": hit.book_id, "book_title": hit.book_title,
-        "section_path": hit.section_path, "section": hit.section_str,
-        "page_label": hit.page_label, "page": hit.page_start, "page_end": hit.page_end,
-        "figure_number": hit.figure_number,
-        "score": round(hit.score, 6),
-        "lexical_score": None if hit.lexical_score is None else round(hit.lexical_score, 4),
-        "lexical_rank": hit.lexical_rank,
-        "dense_score": None if hit.dense_score is None else round(hit.dense_score, 4),
-        "dense_rank": hit.dense_rank,
-        "text": hit.text,
-    }
+from ragcli.render.data import books_of, model_name, summary_row
+from ragcli.types import Book, Hit, Summary
 
 
 def highlight(text: str, query: str):
@@ -58,6 +24,14 @@ def snippet(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
 
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+# -- search, books, info, ingest, eval ------------------------------------------------------------
 
 def hits_table(hits: list[Hit], query: str):
     from rich.table import Table
@@ -94,6 +68,51 @@ def books_table(books: list[Book]):
     return table
 
 
+def print_info(console, data: dict) -> None:
+    """`ragcli info`: one `key: value` line each (nested dicts on one line)."""
+    for key, value in data.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items())
+        console.print(f"[bold]{key}[/]: {value}", highlight=False)
+
+
+def ingest_line(r) -> str | None:
+    """The one line an ingested file gets on stderr (None for a failed one: its error was said)."""
+    if r.status == "failed":
+        return None
+    if r.status == "unchanged":
+        return f"[dim]unchanged[/] {r.book_id}: already in the corpus ({r.path})"
+    return (f"[green]{r.status}[/] [bold]{r.book_id}[/] “{r.title}”: {r.pages} pages, {r.sections} sections, "
+            f"{r.figures} figures, {r.passages} passages ({r.embedded} embedded, {r.reused} reused) "
+            f"in {r.seconds:.1f}s")
+
+
+def reembed_line(report: dict) -> str:
+    return (f"re-embedded {report['passages']} passages and {report['terms']} terms with {report['model']} "
+            f"({report['dim']} dimensions)")
+
+
+def eval_table(report):
+    """`eval retrieval`: one column per mode, the best value of each row in bold."""
+    from rich.table import Table
+
+    table = Table(title=f"{report.queries} {'BEIR' if report.kind == 'beir' else 'page-set'} queries")
+    table.add_column("metric")
+    for r in report.modes:
+        table.add_column(r.mode, justify="right")
+    rows = [("", m) for m in report.metrics]
+    types = sorted({t for r in report.modes for t in r.by_type})
+    for t in types:
+        rows += [(t, m) for m in report.metrics if m.startswith(("hit", "mrr"))]
+    for group, metric in rows:
+        values = [(r.by_type.get(group, {}) if group else r.metrics).get(metric, 0.0) for r in report.modes]
+        best = max(values) if values else 0.0
+        cells = [f"[bold]{v:.3f}[/]" if v == best and len(values) > 1 else f"{v:.3f}" for v in values]
+        table.add_row(f"{group} {metric}".strip(), *cells)
+    table.add_row("seconds", *[f"{r.seconds:.1f}" for r in report.modes])
+    return table
+
+
 # -- answers -------------------------------------------------------------------------------------
 
 _LABEL = re.compile(r"\[([SF]\d+)\]")
@@ -108,50 +127,17 @@ def styled_answer(text: str):
 
 
 def expansion_line(rewrite, terms) -> str:
-    from rich.markup import escape
-
     parts = []
     if rewrite:
-        parts.append(f"rewritten: {escape(rewrite)}")
+        parts.append(f"rewritten: {_escape(rewrite)}")
     if terms:
-        parts.append("book terms: " + escape(", ".join(terms[:8])))
+        parts.append("book terms: " + _escape(", ".join(terms[:8])))
     return "[dim]" + " · ".join(parts) + "[/]"
 
 
-def source_data(source) -> dict:
-    h = source.hit
-    return {
-        "label": source.label, "kind": h.kind, "book_id": h.book_id, "book_title": h.book_title,
-        "section_path": h.section_path, "page_label": h.page_label, "page": h.page_start,
-        "page_end": h.page_end, "figure_number": h.figure_number, "passage_id": h.passage_id,
-        "score": round(h.score, 6), "text": h.text,
-    }
-
-
-def answer_data(answer) -> dict:
-    """The documented JSON shape of `ask --json` (README)."""
-    return {
-        "question": answer.question,
-        "expanded_query": answer.expanded_query,
-        "answer": answer.answer,
-        "status": answer.status,
-        "notice": answer.notice,
-        "citations": answer.citations,
-        "removed_citations": [to_data(r) for r in answer.removed_citations],
-        "claims": [to_data(c) for c in answer.claims],
-        "sources": [source_data(s) for s in answer.sources],
-        "model": answer.model,
-        "timings": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in answer.timings.items()},
-        "verification": answer.verification,
-        **({"prompt": answer.prompt} if answer.prompt else {}),
-    }
-
-
 def print_answer(console, answer, streamed: bool = False, evidence: bool = False) -> None:
-    from rich.markup import escape
-
     if answer.notice:
-        console.print(f"[yellow]{escape(answer.notice)}[/]", highlight=False)
+        console.print(f"[yellow]{_escape(answer.notice)}[/]", highlight=False)
     if answer.status == "no_context" and not answer.answer:
         pass
     elif streamed:
@@ -167,20 +153,18 @@ def print_answer(console, answer, streamed: bool = False, evidence: bool = False
     if cited:
         console.print("\n[bold]Sources[/]")
         for s in cited:
-            console.print(_source_line(s), highlight=False)
+            console.print(source_line(s), highlight=False)
     if other:
         console.print("\n[dim]Other retrieved passages[/]" if cited else "\n[bold]Nearest passages[/]")
         for s in other:
-            console.print(f"[dim]{_source_line(s)}[/]", highlight=False)
+            console.print(f"[dim]{source_line(s)}[/]", highlight=False)
 
 
-def _source_line(source) -> str:
-    from rich.markup import escape
-
+def source_line(source) -> str:
     h = source.hit
     where = f"Figure {h.figure_number}, " if h.kind == "figure" else ""
-    return (f"[cyan][{source.label}][/] {escape(h.book_title)} — {escape(h.section_str)}, {where}"
-            f"p. {h.page_label} (pdf {h.page_start}): {escape(snippet(h.text, 160))}")
+    return (f"[cyan][{source.label}][/] {_escape(h.book_title)} — {_escape(h.section_str)}, {where}"
+            f"p. {h.page_label} (pdf {h.page_start}): {_escape(snippet(h.text, 160))}")
 
 
 SUPPORT_MARKS = {"supported": ("✓", "green"), "weak": ("~", "yellow"), "unsupported": ("✗", "red"),
@@ -188,14 +172,91 @@ SUPPORT_MARKS = {"supported": ("✓", "green"), "weak": ("~", "yellow"), "unsupp
 
 
 def print_claims(console, claims, evidence: bool) -> None:
-    from rich.markup import escape
-
     console.print("\n[bold]Support[/]")
     for c in claims:
         mark, colour = SUPPORT_MARKS.get(c.support, ("?", "white"))
-        console.print(f"[{colour}]{mark} {c.support:<11}[/] {escape(c.text)}", highlight=False)
+        console.print(f"[{colour}]{mark} {c.support:<11}[/] {_escape(c.text)}", highlight=False)
         if evidence and c.evidence:
             e = c.evidence
-            console.print(f"    [dim]↳ [{e.label}] p. {e.page_label}: “{escape(e.quote)}”[/]", highlight=False)
+            console.print(f"    [dim]↳ [{e.label}] p. {e.page_label}: “{_escape(e.quote)}”[/]", highlight=False)
     console.print("[dim]legend: ✓ supported · ~ weak · ✗ unsupported (cited passage does not back it) · "
                   "? no source[/]")
+
+
+# -- summaries ------------------------------------------------------------------------------------
+
+KIND_NOTE = {"extractive": "extractive summary: key sentences of the books, no model was used"}
+SOURCE_STATUS = {"ok": "", "moved": "re-ingested, same text", "gone": "gone"}
+
+
+def _date(created_at: str) -> str:
+    return created_at.replace("T", " ")[:16]
+
+
+def print_summary(console, summary: Summary, streamed: bool = False) -> None:
+    """The saved text (unless it was already streamed), its support and its cited sources."""
+    title = f"Summary #{summary.number} · {_escape(summary.topic)} · {_date(summary.created_at)}"
+    if streamed:
+        console.print(f"\n\n[bold]saved as {title}[/]", highlight=False)
+    else:
+        console.print(f"[bold]{title}[/]", highlight=False)
+    if summary.kind in KIND_NOTE:
+        console.print(f"[yellow]{KIND_NOTE[summary.kind]}[/]", highlight=False)
+    elif summary.model:
+        console.print(f"[dim]model: {_escape(str(model_name(summary)))}[/]", highlight=False)
+    if summary.status == "stale":
+        console.print(f"[bold red]stale:[/] the books changed since; gone: {', '.join(summary.stale_sources)}"
+                      f" (`ragcli summary new` makes a fresh one)", highlight=False)
+    if not streamed:
+        console.print()
+        console.print(styled_answer(summary.text))
+    if summary.claims:
+        print_claims(console, summary.claims, evidence=False)
+    cited = [s for s in summary.sources if s.get("cited")]
+    if cited:
+        console.print("\n[bold]Sources[/]")
+        for s in cited:
+            console.print(summary_source_line(s), highlight=False)
+    else:
+        console.print("\n[bold red]no sentence of this summary cites a passage[/]")
+
+
+def summary_source_line(source: dict) -> str:
+    where = f"Figure {source['figure_number']}, " if source.get("kind") == "figure" else ""
+    section = " › ".join(source.get("section_path") or [])
+    text = _escape(snippet(source.get("text") or "", 140))
+    line = (f"[cyan][{source['label']}][/] {_escape(source.get('book_title') or source['book_id'])} — "
+            f"{_escape(section)}, {where}p. {source.get('page_label')}: {text}")
+    status = source.get("status", "ok")
+    if status == "gone":
+        line += f" [bold red]({_escape(source.get('reason') or 'gone')})[/]"
+    elif status == "moved":
+        line += f" [dim]({SOURCE_STATUS['moved']})[/]"
+    return line
+
+
+def summaries_table(summaries: list[Summary]):
+    from rich.table import Table
+
+    table = Table()
+    for col in ("#", "date", "kind", "model", "books", "cited", "status"):
+        table.add_column(col, justify="right" if col in ("#", "cited") else "left",
+                         no_wrap=col in ("#", "date", "kind", "cited", "status"))
+    for s in summaries:
+        row = summary_row(s)
+        status = f"[red]stale[/] ({len(s.stale_sources)} gone)" if s.status == "stale" else "[green]ok[/]"
+        table.add_row(str(s.number), _date(s.created_at), s.kind, str(row["model"] or "—"),
+                      ", ".join(books_of(s)), f"{row['cited']}/{row['sources']}", status)
+    return table
+
+
+def topics_table(rows: list[dict]):
+    from rich.table import Table
+
+    table = Table()
+    for col in ("topic", "summaries", "latest", "date"):
+        table.add_column(col, justify="right" if col in ("summaries", "latest") else "left",
+                         no_wrap=col != "topic")
+    for r in rows:
+        table.add_row(_escape(r["topic"]), str(r["count"]), f"#{r['latest_number']}", _date(r["latest_at"]))
+    return table

@@ -1,0 +1,85 @@
+"""Where output goes and what the terminal can do: one `Environment` (as httpie's) that every
+renderer asks, instead of each command probing `sys.stdout.isatty()` and building its own console.
+
+stdout carries the data (answers, tables, JSON); stderr carries messages (errors, warnings,
+progress, the status line). Colour follows rich's rules (NO_COLOR, TERM=dumb, not a terminal).
+rich is imported lazily so `import ragcli.render.console` stays cheap.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import IO, Optional
+
+
+class Environment:
+    """The streams and what they are. Built fresh for each command from the current `sys` streams
+    (tests' CliRunner swaps them); a test may pass its own streams and flags instead."""
+
+    def __init__(self, stdout: Optional[IO] = None, stderr: Optional[IO] = None,
+                 stdout_isatty: Optional[bool] = None, stderr_isatty: Optional[bool] = None,
+                 colour: Optional[bool] = None):
+        self.stdout = stdout if stdout is not None else sys.stdout
+        self.stderr = stderr if stderr is not None else sys.stderr
+        self.stdout_isatty = _isatty(self.stdout) if stdout_isatty is None else stdout_isatty
+        self.stderr_isatty = _isatty(self.stderr) if stderr_isatty is None else stderr_isatty
+        self.colour = (not os.environ.get("NO_COLOR")) if colour is None else colour
+
+    def console(self, stderr: bool = False):
+        """stdout: tables wrapped to the terminal. stderr: messages are never wrapped mid-sentence."""
+        from rich.console import Console
+
+        return Console(file=self.stderr if stderr else self.stdout, highlight=False, soft_wrap=stderr,
+                       no_color=not self.colour or None)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # closed or not a file
+        return False
+
+
+def env() -> Environment:
+    return Environment()
+
+
+def console(stderr: bool = False):
+    return env().console(stderr)
+
+
+def err(message: str) -> None:
+    console(stderr=True).print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+
+
+def warn(message: str) -> None:
+    console(stderr=True).print(f"[yellow]warning:[/] {message}", markup=True, highlight=False)
+
+
+def info(message: str) -> None:
+    console(stderr=True).print(message, markup=True, highlight=False)
+
+
+def escape(text: str) -> str:
+    """`text` safe to print with rich markup on."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+class status:
+    """`with status("loading ..."):` a spinner on stderr while the block runs, only on a terminal."""
+
+    def __init__(self, message: str, env: Optional[Environment] = None):
+        self.env, self.message, self._live = env or Environment(), message, None
+
+    def __enter__(self):
+        if self.env.stderr_isatty:
+            self._live = self.env.console(stderr=True).status(self.message, spinner="dots")
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._live is not None:
+            self._live.__exit__(*exc)
+        return False

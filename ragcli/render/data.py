@@ -1,0 +1,180 @@
+"""Every JSON shape ragcli prints, in one place (README "JSON" documents them). Depends only on
+`types`; each function takes the core's dataclasses and returns plain dicts and lists."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from typing import Any
+
+from ragcli.types import Hit, Summary
+
+
+def to_data(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {k: to_data(v) for k, v in dataclasses.asdict(obj).items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_data(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_data(v) for k, v in obj.items()}
+    return obj
+
+
+def print_json(data: Any) -> None:
+    json.dump(to_data(data), sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
+
+
+# -- search, books, ingest, info ------------------------------------------------------------------
+
+def hit_data(hit: Hit) -> dict:
+    """One search hit (README: "search --json")."""
+    return {
+        "rank": hit.rank, "kind": hit.kind, "passage_id": hit.passage_id,
+        "book_id": hit.book_id, "book_title": hit.book_title,
+        "section_path": hit.section_path, "section": hit.section_str,
+        "page_label": hit.page_label, "page": hit.page_start, "page_end": hit.page_end,
+        "figure_number": hit.figure_number,
+        "score": round(hit.score, 6),
+        "lexical_score": None if hit.lexical_score is None else round(hit.lexical_score, 4),
+        "lexical_rank": hit.lexical_rank,
+        "dense_score": None if hit.dense_score is None else round(hit.dense_score, 4),
+        "dense_rank": hit.dense_rank,
+        "text": hit.text,
+    }
+
+
+def hits_data(hits: list[Hit]) -> list[dict]:
+    return [hit_data(h) for h in hits]
+
+
+def books_data(books: list) -> list[dict]:
+    """`books --json`: id, title, path, file_hash, page_count, sections, figures, passages, ingested_at."""
+    return to_data(books)
+
+
+def ingest_data(results: list) -> list[dict]:
+    """`ingest --json`: one report per file (the core's IngestResult as it is)."""
+    return to_data(results)
+
+
+def info_data(described: dict) -> dict:
+    """`info --json`: the corpus description as the store gives it."""
+    return to_data(described)
+
+
+# -- answers --------------------------------------------------------------------------------------
+
+def source_data(source) -> dict:
+    """One labelled source of an answer."""
+    h = source.hit
+    return {
+        "label": source.label, "kind": h.kind, "book_id": h.book_id, "book_title": h.book_title,
+        "section_path": h.section_path, "page_label": h.page_label, "page": h.page_start,
+        "page_end": h.page_end, "figure_number": h.figure_number, "passage_id": h.passage_id,
+        "score": round(h.score, 6), "text": h.text,
+    }
+
+
+def answer_data(answer) -> dict:
+    """`ask --json` (README)."""
+    return {
+        "question": answer.question,
+        "expanded_query": answer.expanded_query,
+        "answer": answer.answer,
+        "status": answer.status,
+        "notice": answer.notice,
+        "citations": answer.citations,
+        "removed_citations": [to_data(r) for r in answer.removed_citations],
+        "claims": [to_data(c) for c in answer.claims],
+        "sources": [source_data(s) for s in answer.sources],
+        "model": answer.model,
+        "timings": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in answer.timings.items()},
+        "verification": answer.verification,
+        **({"prompt": answer.prompt} if answer.prompt else {}),
+    }
+
+
+# -- summaries ------------------------------------------------------------------------------------
+
+def books_of(summary: Summary) -> list[str]:
+    """Book ids the summary cites (of all its sources when it cites none), in order of first use."""
+    relied_on = [s for s in summary.sources if s.get("cited")] or summary.sources
+    out: list[str] = []
+    for s in relied_on:
+        if s["book_id"] not in out:
+            out.append(s["book_id"])
+    return out
+
+
+def model_name(summary: Summary):
+    return (summary.model or {}).get("name") or (summary.model or {}).get("file")
+
+
+def summary_source_data(source: dict) -> dict:
+    """One saved source of a summary (README: "summary show --json")."""
+    return {
+        "label": source["label"], "cited": bool(source.get("cited")), "kind": source.get("kind"),
+        "book_id": source["book_id"], "book_title": source.get("book_title"),
+        "section_path": source.get("section_path", []), "page_label": source.get("page_label"),
+        "page": source.get("page_start"), "page_end": source.get("page_end"),
+        "figure_number": source.get("figure_number"), "passage_id": source["passage_id"],
+        "text_hash": source["text_hash"], "status": source.get("status", "ok"),
+        "reason": source.get("reason"), "current_passage_id": source.get("current_passage_id"),
+        "text": source.get("text"),
+    }
+
+
+def summary_data(summary: Summary) -> dict:
+    """`summary new --json` and `summary show --json`."""
+    return {
+        "topic": summary.topic, "topic_key": summary.topic_key, "number": summary.number,
+        "kind": summary.kind, "status": summary.status, "stale_sources": summary.stale_sources,
+        "created_at": summary.created_at, "text": summary.text,
+        "citations": [s["label"] for s in summary.sources if s.get("cited")],
+        "books": books_of(summary), "model": summary.model, "params": summary.params,
+        "claims": [to_data(c) for c in summary.claims],
+        "removed_citations": [to_data(r) for r in summary.removed_citations],
+        "sources": [summary_source_data(s) for s in summary.sources],
+    }
+
+
+def summary_row(summary: Summary) -> dict:
+    """One summary in `summary list` (no text)."""
+    return {
+        "number": summary.number, "created_at": summary.created_at, "kind": summary.kind,
+        "model": model_name(summary), "books": books_of(summary), "sources": len(summary.sources),
+        "cited": sum(1 for s in summary.sources if s.get("cited")), "status": summary.status,
+        "stale_sources": summary.stale_sources,
+    }
+
+
+def summary_list_data(topic: str, topic_key: str, summaries: list[Summary]) -> dict:
+    """`summary list --json`."""
+    return {"topic": topic, "topic_key": topic_key, "count": len(summaries),
+            "summaries": [summary_row(s) for s in summaries]}
+
+
+def topics_data(rows: list[dict]) -> list[dict]:
+    """`summary topics --json`."""
+    return [{"topic": r["topic"], "topic_key": r["topic_key"], "count": r["count"],
+             "latest_number": r["latest_number"], "latest_at": r["latest_at"]} for r in rows]
+
+
+# -- eval -----------------------------------------------------------------------------------------
+
+def eval_data(report, per_query: bool) -> dict:
+    """`eval retrieval --json`: metrics per mode (and per question type), rounded to 4 places."""
+    data = {"kind": report.kind, "queries": report.queries, "metrics": report.metrics, "modes": {}}
+    for r in report.modes:
+        entry = {"metrics": _rounded(r.metrics), "seconds": round(r.seconds, 2)}
+        if r.by_type:
+            entry["by_type"] = {t: _rounded(m) for t, m in r.by_type.items()}
+        if per_query:
+            entry["per_query"] = r.per_query
+        data["modes"][r.mode] = entry
+    return data
+
+
+def _rounded(metrics: dict) -> dict:
+    return {key: round(value, 4) for key, value in metrics.items()}
