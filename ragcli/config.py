@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import os
-import tomllib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from ragcli.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI (a conditional dependency in pyproject.toml)
+    import tomli as tomllib
 
 
 def _xdg(var: str, fallback: str) -> Path:

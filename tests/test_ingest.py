@@ -226,3 +226,25 @@ def test_folder_ingest_in_a_subprocess(run_module, tmp_path):
     assert report["status"] == "added" and report["figures"] == 2
     proc = run_module("ingest", tmp_path / "books")
     assert proc.returncode == 0 and "unchanged" in proc.stderr
+
+
+def test_ingest_hashes_the_file_once(embedder, tmp_path, monkeypatch):
+    """The unchanged-file check and the parsed book share one read of the file's sha256."""
+    from ragcli import text
+    from ragcli.ingest import pdf, pipeline
+    from ragcli.store import db
+
+    calls = []
+
+    def counting(path):
+        calls.append(path)
+        return text.file_sha256(path)
+
+    monkeypatch.setattr(pipeline, "file_sha256", counting)
+    monkeypatch.setattr(pdf, "file_sha256", counting)
+    conn = db.connect(tmp_path / "c.db")
+    result = pipeline.ingest_file(conn, FIXTURE_PDFS["malawi"], embedder)
+    assert result.status == "added" and len(calls) == 1
+    assert result.book_id and conn.execute("SELECT file_hash FROM books").fetchone()[0] == text.file_sha256(
+        FIXTURE_PDFS["malawi"])
+    conn.close()

@@ -173,3 +173,13 @@ def test_help_and_books_load_nothing_heavy(tmp_path):
                 f"try:\n    runpy.run_module('ragcli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
                 f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
         assert _modules_after(code) == [], args
+
+
+def test_search_loads_no_model_runtime(corpus_db):
+    """`ragcli search` embeds the query with onnxruntime (numpy too), never torch or llama.cpp."""
+    code = (f"import sys, json, runpy\nsys.argv = ['ragcli', 'search', 'nimodipine', '--db', {str(corpus_db)!r}, '--json']\n"
+            f"try:\n    runpy.run_module('ragcli', run_name='__main__')\nexcept SystemExit as e:\n"
+            f"    assert not e.code, e.code\n"
+            f"print(json.dumps([m for m in ('torch', 'sentence_transformers', 'transformers', 'llama_cpp', 'openai')"
+            f" if m in sys.modules]))")
+    assert _modules_after(code) == []

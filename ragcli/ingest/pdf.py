@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 from ragcli.errors import InputError
+from ragcli.ingest.sections import build_sections
 from ragcli.text import file_sha256
 from ragcli.types import Figure, Page, ParsedBook, Section
 
@@ -228,10 +229,9 @@ def _nearest_image(p: RawPage, y: float):
 
 
 def parse(path: Path, password: Optional[str] = None, title: Optional[str] = None,
-          on_page: Optional[Callable[[int, int], None]] = None) -> ParsedBook:
-    """Read a PDF into a ParsedBook. Raises InputError for unusable files."""
-    from ragcli.ingest.sections import build_sections
-
+          on_page: Optional[Callable[[int, int], None]] = None, file_hash: Optional[str] = None) -> ParsedBook:
+    """Read a PDF into a ParsedBook. Raises InputError for unusable files. `file_hash`: the file's
+    sha256 when the caller has it already."""
     doc = open_pdf(path, password)
     try:
         total = doc.page_count
@@ -245,7 +245,7 @@ def parse(path: Path, password: Optional[str] = None, title: Optional[str] = Non
     printed = strip_running_lines(pages)
     labels = page_labels(pages, printed)
     figures = find_figures(pages)
-    sections = build_sections(pages, toc, body_size(pages))
+    sections = build_sections(pages, toc, body_size(pages), is_heading)
     for fig in figures:
         fig.section_path = _section_at(sections, fig.page, fig.caption)
     book_pages = [Page(p.number, labels[p.number], "\n".join(b.text for b in p.blocks)) for p in pages]
@@ -253,7 +253,7 @@ def parse(path: Path, password: Optional[str] = None, title: Optional[str] = Non
         title=title or _good_title(meta_title) or first_page_title(pages)
         or path.stem.replace("_", " ").replace("-", " "),
         pages=book_pages, sections=sections, figures=figures, source_path=str(path),
-        file_hash=file_sha256(path),
+        file_hash=file_hash or file_sha256(path),
     )
 
 

@@ -70,30 +70,31 @@ def slug(text: str, limit: int = 32) -> str:
 
 
 def parse_file(path: Path, password: Optional[str], title: Optional[str],
-               progress: Optional[Progress]) -> ParsedBook:
+               progress: Optional[Progress], file_hash: Optional[str] = None) -> ParsedBook:
     from ragcli.ingest import pdf
 
     if path.suffix.lower() in SUPPORTED and path.suffix.lower() != ".pdf":
         from ragcli.ingest import textdocs
 
-        return textdocs.parse(path, title)
+        return textdocs.parse(path, title, file_hash)
     if path.exists() and path.is_file() and path.suffix.lower() not in SUPPORTED:
         with open(path, "rb") as fh:
             if b"%PDF-" not in fh.read(1024):
                 raise InputError(f"{path}: not a PDF file (supported: {', '.join(SUPPORTED)})")
     on_page = (lambda done, total: progress("pages", done, total)) if progress else None
-    return pdf.parse(path, password=password, title=title, on_page=on_page)
+    return pdf.parse(path, password=password, title=title, on_page=on_page, file_hash=file_hash)
 
 
 def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, title: Optional[str] = None,
                 password: Optional[str] = None, replace: bool = False,
                 progress: Optional[Progress] = None) -> IngestResult:
     t0 = time.perf_counter()
-    same = store.book_by_hash(conn, _file_hash(path)) if path.is_file() else None
+    file_hash = _file_hash(path) if path.is_file() else None  # read once: the parsers reuse it
+    same = store.book_by_hash(conn, file_hash) if file_hash else None
     if same and (book_id in (None, same.id)):  # the same bytes are already in: do not even parse
         return IngestResult(str(path), "unchanged", same.id, same.title, same.page_count, same.sections,
                             same.figures, same.passages, seconds=time.perf_counter() - t0)
-    parsed = parse_file(path, password, title, progress)
+    parsed = parse_file(path, password, title, progress, file_hash)
     t_parse = time.perf_counter()
     same = store.book_by_hash(conn, parsed.file_hash)
     if same and (book_id in (None, same.id)):

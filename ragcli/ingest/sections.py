@@ -127,9 +127,8 @@ def _parent(outline: list[Marker], marker: Marker):
     return best
 
 
-def build_sections(pages, toc, body: float) -> list[Section]:
-    from ragcli.ingest.pdf import is_heading
-
+def build_sections(pages, toc, body: float, is_heading) -> list[Section]:
+    """`is_heading(line, body)`: the reader's test for a heading line (pdf.is_heading)."""
     found = heading_markers(pages, body, is_heading)
     if toc:
         markers = outline_markers(pages, toc)

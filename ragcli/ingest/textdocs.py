@@ -74,7 +74,7 @@ def corpus_title(path: Path) -> str:
     return path.parent.name if path.stem.lower() == "corpus" and path.parent.name else path.stem
 
 
-def parse_beir(path: Path, title: Optional[str] = None) -> ParsedBook:
+def parse_beir(path: Path, title: Optional[str] = None, file_hash: Optional[str] = None) -> ParsedBook:
     pages: list[Page] = []
     sections: list[Section] = []
     seen: set[str] = set()
@@ -93,7 +93,7 @@ def parse_beir(path: Path, title: Optional[str] = None) -> ParsedBook:
                                     paragraphs=[(number, body)]))
     if not pages:
         raise InputError(f"{path}: the corpus has no documents")
-    return ParsedBook(title or corpus_title(path), pages, sections, [], str(path), file_sha256(path))
+    return ParsedBook(title or corpus_title(path), pages, sections, [], str(path), file_hash or file_sha256(path))
 
 
 # -- .txt / .md ----------------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def _paragraphs(page_text: str) -> Iterator[str]:
         yield para
 
 
-def parse_text(path: Path, title: Optional[str] = None) -> ParsedBook:
+def parse_text(path: Path, title: Optional[str] = None, file_hash: Optional[str] = None) -> ParsedBook:
     text = _read_text(path)
     markdown = path.suffix.lower() in (".md", ".markdown")
     raw_pages = split_pages(text)
@@ -137,7 +137,7 @@ def parse_text(path: Path, title: Optional[str] = None) -> ParsedBook:
         raise InputError(f"{path}: the file has no text")
     book_title = title or _first_title(text, markdown) or path.stem
     sections = _text_sections(raw_pages, markdown)
-    return ParsedBook(book_title, pages, sections, [], str(path), file_sha256(path))
+    return ParsedBook(book_title, pages, sections, [], str(path), file_hash or file_sha256(path))
 
 
 def _first_title(text: str, markdown: bool) -> str:
@@ -174,8 +174,9 @@ def _text_sections(raw_pages: list[str], markdown: bool) -> list[Section]:
     return [s for s in sections if s.paragraphs]
 
 
-def parse(path: Path, title: Optional[str] = None) -> ParsedBook:
-    """Dispatch on the suffix: .jsonl (BEIR corpus), .txt, .md."""
+def parse(path: Path, title: Optional[str] = None, file_hash: Optional[str] = None) -> ParsedBook:
+    """Dispatch on the suffix: .jsonl (BEIR corpus), .txt, .md. `file_hash`: the file's sha256 when
+    the caller has it already."""
     path = Path(path)
     if not path.exists() or not path.is_file():
         raise InputError(f"{path}: no such file")
@@ -183,7 +184,7 @@ def parse(path: Path, title: Optional[str] = None) -> ParsedBook:
     if suffix in CORPUS_SUFFIXES:
         if not is_beir_corpus(path):
             raise InputError(f"{path}: not a BEIR corpus.jsonl (records need \"_id\" and \"text\")")
-        return parse_beir(path, title)
+        return parse_beir(path, title, file_hash)
     if suffix in TEXT_SUFFIXES:
-        return parse_text(path, title)
+        return parse_text(path, title, file_hash)
     raise InputError(f"{path}: unsupported file type {suffix!r}")

@@ -1,0 +1,203 @@
+"""The layout rule (docs/decisions.md "Layout"), read from the source with `ast`.
+
+Layers, highest first; a module imports only from lower layers (and from its own package):
+
+    cli/  ->  ask.py, summary.py, evaluate.py  ->  search/, answer/, ingest/  ->  models/, store/
+          ->  types.py, errors.py, text.py, config.py, language.py
+
+render/ sits beside the pipelines (only cli/ imports it) and imports only types, errors and text.
+Packages of one layer do not import each other (search/ never imports answer/, summary.py never
+imports ask.py). No two modules import each other, directly or round a loop, counting imports inside
+functions. Every import counts: module level, inside functions, under TYPE_CHECKING.
+
+All SQL (`.execute` and friends) is in store/.
+
+KNOWN and SQL_ELSEWHERE list what breaks the rule today, each with who is fixing it. The tests fail
+on anything else, and on a listed item that no longer occurs (delete its line when you fix it).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "ragcli"
+
+BASE = {"types", "errors", "text", "config", "language"}
+PIPELINES = {"ask", "summary", "evaluate"}
+RANK = {"base": 0, "models": 1, "store": 1, "search": 2, "answer": 2, "ingest": 2, "pipeline": 3,
+        "render": 3, "cli": 4}
+RENDER_MAY_IMPORT = {"render", "base"}
+
+# SQL outside store/: module -> who moves it.
+SQL_ELSEWHERE: dict[str, str] = {
+    "ragcli.search.expansion": "l-search (issue 15: store.book_terms / stored vectors)",
+    "ragcli.search.legs": "l-search (issue 15: group_keys goes with group_by)",
+}
+# (importer, imported) -> who removes it. Modules are dotted names under ragcli.
+KNOWN: dict[tuple[str, str], str] = {
+    ("ragcli.summary", "ragcli.ask"): "l-answer (issue 15: summary.py over search/ and answer/, not ask.py)",
+}
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def group(mod: str) -> str:
+    """The layer group of a module: a package name, 'pipeline', 'base' or 'cli'."""
+    parts = mod.split(".")
+    if len(parts) == 1:  # the ragcli package itself
+        return "base"
+    head = parts[1]
+    if head in ("cli", "__main__"):
+        return "cli"
+    if head in PIPELINES:
+        return "pipeline"
+    if head in BASE:
+        return "base"
+    if head in RANK:
+        return head
+    raise AssertionError(f"{mod}: not placed in a layer; add it to tests/test_layout.py and docs/decisions.md")
+
+
+def unit(mod: str) -> str:
+    """What 'the same package' means: ragcli.search.legs -> ragcli.search; a top-level module is its own
+    (ragcli.__main__ belongs to cli/)."""
+    return "ragcli.cli" if mod == "ragcli.__main__" else ".".join(mod.split(".")[:2])
+
+
+def imports(mod: str, path: Path, known: set[str]) -> set[str]:
+    """Every ragcli module `mod` imports, anywhere in the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            # `from ragcli.store import corpus` imports the submodule ragcli.store.corpus
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in known and "." in name:
+                name = name.rsplit(".", 1)[0]
+            if name in known and name != mod and name.startswith("ragcli"):
+                out.add(name)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {m: imports(m, p, known) for m, p in mods.items()}
+
+
+def violations(edges: dict[str, set[str]]) -> dict[tuple[str, str], str]:
+    found = {}
+    for a, targets in edges.items():
+        ga = group(a)
+        for b in targets:
+            gb = group(b)
+            if unit(a) == unit(b) or b == "ragcli":
+                continue  # inside one package (its own cycles are checked below)
+            if ga == "render" and gb not in RENDER_MAY_IMPORT:
+                found[(a, b)] = f"render/ imports only types, errors and text, not {gb}"
+            elif gb == "render" and ga != "cli":
+                found[(a, b)] = "only cli/ imports render/"
+            elif RANK[gb] > RANK[ga]:
+                found[(a, b)] = f"a lower layer ({ga}) imports a higher one ({gb})"
+            elif RANK[gb] == RANK[ga] and ga != "base":
+                found[(a, b)] = f"packages of one layer do not import each other ({ga} -> {gb})"
+    return found
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_every_module_has_a_layer():
+    for mod in modules():
+        group(mod)
+
+
+def test_no_module_imports_a_higher_layer_or_a_sibling_package():
+    found = violations(graph())
+    new = {edge: why for edge, why in found.items() if edge not in KNOWN}
+    assert not new, "layout rule broken:\n" + "\n".join(f"  {a} -> {b}: {why}" for (a, b), why in sorted(new.items()))
+    gone = sorted(edge for edge in KNOWN if edge not in found)
+    assert not gone, f"fixed, so delete from KNOWN in tests/test_layout.py: {gone}"
+
+
+def test_no_import_cycles():
+    edges = graph()
+    for a, b in KNOWN:  # a known wrong edge may close a loop until it is fixed
+        edges[a] = edges[a] - {b}
+    assert cycles(edges) == []
+
+
+def runs_sql(path: Path) -> bool:
+    """Does the file call .execute/.executemany/.executescript (a connection or cursor)?"""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr in ("execute", "executemany", "executescript") for n in ast.walk(tree))
+
+
+def test_all_sql_is_in_store():
+    found = {m for m, p in modules().items() if group(m) != "store" and runs_sql(p)}
+    assert found - set(SQL_ELSEWHERE) == set(), "SQL outside store/ (put it in store/corpus.py or a sibling)"
+    assert set(SQL_ELSEWHERE) - found == set(), "moved, so delete from SQL_ELSEWHERE in tests/test_layout.py"
+
+
+def test_the_checker_sees_function_level_imports_and_cycles(tmp_path):
+    """The checker itself: an import inside a function counts, and a loop is found."""
+    src = tmp_path / "m.py"
+    src.write_text("def f():\n    from ragcli.store import db\n    import ragcli.ask\n", encoding="utf-8")
+    known = {"ragcli.store", "ragcli.store.db", "ragcli.ask"}
+    assert imports("ragcli.store.migrations", src, known) == {"ragcli.store.db", "ragcli.ask"}
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert violations({"ragcli.store.corpus": {"ragcli.ask"}}) == {
+        ("ragcli.store.corpus", "ragcli.ask"): "a lower layer (store) imports a higher one (pipeline)"}
