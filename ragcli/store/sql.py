@@ -59,44 +59,25 @@ def _file_problem(exc: DatabaseError, conn) -> Exception:
     return exc
 
 
+def _guarded(name: str):
+    """sqlite3.Cursor's method `name`, with file-level errors raised as CorpusError."""
+    plain = getattr(sqlite3.Cursor, name)
+
+    def method(self, *args):
+        try:
+            return plain(self, *args)
+        except DatabaseError as exc:
+            raise _file_problem(exc, self.connection) from exc
+
+    method.__name__ = name
+    return method
+
+
 class Cursor(sqlite3.Cursor):
     """A cursor whose file-level SQLite errors are CorpusErrors (see the module docstring)."""
 
-    def execute(self, *args):
-        try:
-            return super().execute(*args)
-        except DatabaseError as exc:
-            raise _file_problem(exc, self.connection) from exc
-
-    def executemany(self, *args):
-        try:
-            return super().executemany(*args)
-        except DatabaseError as exc:
-            raise _file_problem(exc, self.connection) from exc
-
-    def fetchone(self):
-        try:
-            return super().fetchone()
-        except DatabaseError as exc:
-            raise _file_problem(exc, self.connection) from exc
-
-    def fetchmany(self, *args):
-        try:
-            return super().fetchmany(*args)
-        except DatabaseError as exc:
-            raise _file_problem(exc, self.connection) from exc
-
-    def fetchall(self):
-        try:
-            return super().fetchall()
-        except DatabaseError as exc:
-            raise _file_problem(exc, self.connection) from exc
-
-    def __next__(self):
-        try:
-            return super().__next__()
-        except DatabaseError as exc:
-            raise _file_problem(exc, self.connection) from exc
+    execute, executemany, fetchone, fetchmany, fetchall, __next__ = (
+        _guarded(name) for name in ("execute", "executemany", "fetchone", "fetchmany", "fetchall", "__next__"))
 
 
 class Connection(sqlite3.Connection):
