@@ -13,7 +13,7 @@ functions. Every import counts: module level, inside functions, under TYPE_CHECK
 All SQL (`.execute` and friends) is in store/.
 
 KNOWN and SQL_ELSEWHERE list what breaks the rule today, each with who is fixing it. The tests fail
-on anything else, and on a listed item that no longer occurs (delete its line when you fix it).
+on anything else, and on a listed import or SQL that is gone (delete its line when you fix it).
 """
 from __future__ import annotations
 
@@ -36,6 +36,8 @@ SQL_ELSEWHERE: dict[str, str] = {
 # (importer, imported) -> who removes it. Modules are dotted names under ragcli.
 KNOWN: dict[tuple[str, str], str] = {
     ("ragcli.summary", "ragcli.ask"): "l-answer (issue 15: summary.py over search/ and answer/, not ask.py)",
+    # a loop inside models/: llama_cpp imports grammars, grammars imports llama_cpp inside a function
+    ("ragcli.models.grammars", "ragcli.models.llama_cpp"): "issue-12 engineer (models/)",
 }
 
 
@@ -165,10 +167,11 @@ def test_every_module_has_a_layer():
 
 
 def test_no_module_imports_a_higher_layer_or_a_sibling_package():
-    found = violations(graph())
+    edges = graph()
+    found = violations(edges)
     new = {edge: why for edge, why in found.items() if edge not in KNOWN}
     assert not new, "layout rule broken:\n" + "\n".join(f"  {a} -> {b}: {why}" for (a, b), why in sorted(new.items()))
-    gone = sorted(edge for edge in KNOWN if edge not in found)
+    gone = sorted((a, b) for a, b in KNOWN if b not in edges.get(a, ()))
     assert not gone, f"fixed, so delete from KNOWN in tests/test_layout.py: {gone}"
 
 
