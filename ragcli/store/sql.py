@@ -63,9 +63,9 @@ def _guarded(name: str):
     """sqlite3.Cursor's method `name`, with file-level errors raised as CorpusError."""
     plain = getattr(sqlite3.Cursor, name)
 
-    def method(self, *args):
+    def method(self, *args, **kwargs):
         try:
-            return plain(self, *args)
+            return plain(self, *args, **kwargs)
         except DatabaseError as exc:
             raise _file_problem(exc, self.connection) from exc
 
