@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional, Sequence
 from ragcli import language
 from ragcli.answer import citations
 from ragcli.answer import prompt
-from ragcli.models.chat import Grammar
+from ragcli.models.chat import Grammar, IncompleteReply
 from ragcli.search import legs as retrieve
 from ragcli.store import corpus as store
 from ragcli.types import Answer, Source
@@ -207,11 +207,15 @@ def _generate(model, question, sources, base, timings, opts, on_text) -> Answer:
     stream = citations.StreamFilter(valid, pages, sections, figures)
     t = time.perf_counter()
     pieces = []
-    for piece in model.chat(p.messages, max_tokens=opts.max_tokens, stream=True, constraint=opts.grammar):
-        safe = stream.feed(piece)
-        pieces.append(safe)
-        if on_text and safe:
-            on_text(safe)
+    cut = None
+    try:
+        for piece in model.chat(p.messages, max_tokens=opts.max_tokens, stream=True, constraint=opts.grammar):
+            safe = stream.feed(piece)
+            pieces.append(safe)
+            if on_text and safe:
+                on_text(safe)
+    except IncompleteReply as exc:  # keep the part received, validated like the rest
+        cut = exc
     tail = stream.flush()
     pieces.append(tail)
     if on_text and tail:
@@ -226,6 +230,8 @@ def _generate(model, question, sources, base, timings, opts, on_text) -> Answer:
     notice = None
     if p.dropped:
         notice = f"{len(p.dropped)} lower-ranked passage(s) left out to fit the model's context window"
+    if cut is not None:
+        status, notice = "incomplete", str(cut)
     return Answer(**base, answer=text, status=status, citations=list(stream.citations),
                   removed_citations=list(stream.removed), sources=p.sources,
                   model=getattr(model, "params", None), timings=timings,

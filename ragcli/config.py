@@ -56,25 +56,71 @@ def load_file_settings() -> dict:
 
 @dataclass
 class ModelSettings:
-    path: Optional[str] = None
-    n_ctx: Optional[int] = None  # None: 4096, capped at the model's trained context
+    path: Optional[str] = None  # a GGUF file run in process
+    url: Optional[str] = None  # or an OpenAI-compatible server
+    name: Optional[str] = None  # the server's model (--model-name); default: the only one it serves
+    profile: Optional[str] = None  # the [models.NAME] profile these settings came from
+    api_key_env: Optional[str] = None  # the variable holding the server's key (else RAGCLI_API_KEY)
+    structured: Optional[str] = None  # grammar | json_schema | none; default: what the server shows
+    timeout: float = 300.0  # seconds to wait for a server
+    n_ctx: Optional[int] = None  # None: 4096, capped at the model's trained context (or the server's)
     threads: Optional[int] = None
     gpu_layers: int = 0
     seed: int = 0
     temperature: float = 0.2
     max_tokens: int = 512
 
+    def api_key(self) -> Optional[str]:
+        """The key from the environment only (never from a file, never saved or shown)."""
+        return os.environ.get(self.api_key_env or "RAGCLI_API_KEY") or None
+
+
+PROFILE_KEYS = {f for f in ModelSettings.__dataclass_fields__ if f != "profile"}
+
+
+def is_url(spec: str) -> bool:
+    return spec.startswith(("http://", "https://"))
+
+
+def _apply(settings: ModelSettings, values: dict, where: str) -> None:
+    for key, value in values.items():
+        if key not in PROFILE_KEYS:
+            raise UsageError(f"unknown key {key!r} in {where} of {config_path()}; "
+                             f"known: {', '.join(sorted(PROFILE_KEYS))}")
+        setattr(settings, key, value)
+
+
+def profiles(file_cfg: Optional[dict] = None) -> dict[str, dict]:
+    """The [models.NAME] tables of the config file."""
+    file_cfg = load_file_settings() if file_cfg is None else file_cfg
+    table = file_cfg.get("models", {})
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise UsageError(f"[models] in {config_path()} must hold one table per profile, e.g. [models.local]")
+    return table
+
 
 def model_settings(**flags) -> ModelSettings:
-    """Merge model options: explicit flags win, then RAGCLI_MODEL, then the config file."""
+    """Merge model options: explicit flags win, then RAGCLI_MODEL, then the config file's `default`
+    profile, then its [model] table. `path` (--model) may name a GGUF file, a server URL or a
+    profile; a profile's keys apply over [model]."""
     settings = ModelSettings()
-    file_cfg = load_file_settings().get("model", {})
-    for key, value in file_cfg.items():
-        if hasattr(settings, key):
-            setattr(settings, key, value)
-    if os.environ.get("RAGCLI_MODEL"):
-        settings.path = os.environ["RAGCLI_MODEL"]
+    file_cfg = load_file_settings()
+    base = file_cfg.get("model", {})
+    spec = flags.get("path") or os.environ.get("RAGCLI_MODEL") or file_cfg.get("default")
+    named = profiles(file_cfg)
+    if spec and spec in named and not (flags.get("path") and Path(spec).is_file()):
+        _apply(settings, {k: v for k, v in base.items() if k not in ("path", "url")}, "[model]")
+        _apply(settings, named[spec], f"[models.{spec}]")
+        settings.profile = spec
+        if not (settings.path or settings.url):
+            raise UsageError(f"profile [models.{spec}] in {config_path()} needs a path or a url")
+    else:
+        _apply(settings, base, "[model]")
+        if spec and is_url(spec):
+            settings.url, settings.path = spec, None
+        elif spec:
+            settings.path, settings.url = spec, None
     for key, value in flags.items():
-        if value is not None and hasattr(settings, key):
+        if value is not None and key != "path" and hasattr(settings, key):
             setattr(settings, key, value)
     return settings

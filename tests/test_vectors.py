@@ -152,7 +152,7 @@ def test_small_corpus_uses_exact_scan_and_still_finds(tmp_path):
     assert [r for r, _ in vector_index.quantised_search(conn, mat[4], 3)][0] == 5
 
 
-HEAVY = ("torch", "sentence_transformers", "transformers", "llama_cpp", "pymupdf", "numpy", "onnxruntime")
+HEAVY = ("torch", "sentence_transformers", "transformers", "llama_cpp", "pymupdf", "numpy", "onnxruntime", "openai")
 
 
 def _modules_after(code: str) -> list[str]:

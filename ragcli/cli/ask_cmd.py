@@ -11,26 +11,31 @@ from ragcli.cli.common import (
 )
 
 
-def model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens):
-    """Merge flags, RAGCLI_MODEL and the config file; load the model (None when none is configured)."""
+def model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name=None):
+    """Merge flags, RAGCLI_MODEL and the config file; load the model or connect to its server (None
+    when none is configured)."""
     from ragcli import config
-    from ragcli.models.factory import load_model
+    from ragcli.models.factory import from_settings
 
-    s = config.model_settings(path=model, n_ctx=ctx, threads=threads, gpu_layers=gpu_layers, seed=seed,
-                              temperature=temperature, max_tokens=max_tokens)
-    if not s.path:
+    s = config.model_settings(path=model, name=model_name, n_ctx=ctx, threads=threads, gpu_layers=gpu_layers,
+                              seed=seed, temperature=temperature, max_tokens=max_tokens)
+    if not (s.path or s.url):
         return None, s
-    quiet = not sys.stderr.isatty()
-    load = lambda: load_model(s.path, n_ctx=s.n_ctx, threads=s.threads, gpu_layers=s.gpu_layers,  # noqa
-                              seed=s.seed, temperature=s.temperature)
-    if quiet:
-        return load(), s
-    with console(stderr=True).status(f"loading model {s.path}", spinner="dots"):
-        return load(), s
+    if not sys.stderr.isatty():
+        return from_settings(s), s
+    from ragcli.models.openai_http import safe_url
+
+    what = f"connecting to {safe_url(s.url)}" if s.url else f"loading model {s.path}"
+    with console(stderr=True).status(what, spinner="dots"):
+        return from_settings(s), s
 
 
-ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="GGUF chat model (or $RAGCLI_MODEL, "
-                                                 "or the model path in the config file).", show_default=False)]
+ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Chat model: a GGUF file, an OpenAI-"
+                                                 "compatible server URL (http://host:port/v1) or a profile of the "
+                                                 "config file (default: $RAGCLI_MODEL, then the config file).",
+                                                 show_default=False)]
+ModelNameOpt = Annotated[Optional[str], typer.Option("--model-name", help="Which of the server's models to use "
+                                                     "(default: the only one it serves).", show_default=False)]
 CtxOpt = Annotated[Optional[int], typer.Option("--ctx", help="Context size in tokens (default 4096).",
                                                show_default=False)]
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="CPU threads for llama.cpp.", show_default=False)]
@@ -53,8 +58,8 @@ def ask(
     show_prompt: Annotated[bool, typer.Option("--show-prompt", help="Print the exact prompt (stderr).")] = False,
     evidence: Annotated[bool, typer.Option("--evidence", help="Show each sentence's supporting quote.")] = False,
     verify: Annotated[bool, typer.Option("--verify", help="A second model pass checks each claim.")] = False,
-    model: ModelOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None, gpu_layers: GpuOpt = None,
-    seed: SeedOpt = None, temperature: TempOpt = None, max_tokens: MaxTokOpt = None,
+    model: ModelOpt = None, model_name: ModelNameOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None,
+    gpu_layers: GpuOpt = None, seed: SeedOpt = None, temperature: TempOpt = None, max_tokens: MaxTokOpt = None,
     grammar_file: Annotated[Optional[str], typer.Option("--grammar-file", help="GBNF grammar that constrains "
                                                         "the answer (llama.cpp format).", show_default=False)] = None,
     db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
@@ -68,7 +73,7 @@ def ask(
     conn = open_db(db, create=False)
     core.retrieve.check_scope(conn, book)
     embedder = MemoEmbedder(embedder_for(conn, embed_model))  # answer and claims share sentence vectors
-    chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens)
+    chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
     opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
                            max_tokens=settings.max_tokens,
                            show_prompt=show_prompt, grammar=read_grammar(grammar_file))
@@ -85,6 +90,10 @@ def ask(
         data.print_json(data.answer_data(answer))
     else:
         terminal.print_answer(stream.console, answer, streamed=stream.live, evidence=evidence)
+    if answer.status == "incomplete":  # the part received was shown, validated; the failure is reported
+        from ragcli.errors import ModelError
+
+        raise ModelError(answer.notice or "the model's reply was cut")
 
 
 def read_grammar(path: Optional[str]):

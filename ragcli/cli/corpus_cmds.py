@@ -108,10 +108,23 @@ def info_cmd(db: DbOpt = None, json_out: JsonOpt = False) -> None:
     from ragcli.store import info as corpus_info
 
     data = corpus_info.describe(open_db(db))
+    data["chat_model"] = _chat_model()
     if json_out:
         print_json(info_data(data))
     else:
         print_info(console(), data)
+
+
+def _chat_model():
+    """The model `ask` would use (named, not loaded), or why the configuration cannot say."""
+    from ragcli import config
+    from ragcli.errors import UsageError
+    from ragcli.models.factory import describe
+
+    try:
+        return describe(config.model_settings())
+    except UsageError as exc:
+        return {"error": str(exc)}
 
 
 @app.command()

@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragcli.cli.ask_cmd import CtxOpt, GpuOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, model_options, read_grammar
+from ragcli.cli.ask_cmd import CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, model_options, read_grammar
 from ragcli.cli.common import (
     BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn,
 )
@@ -32,8 +32,8 @@ def summary_new(
     k: Annotated[int, typer.Option("-k", min=1, max=50, help="Passages to retrieve.")] = 16,
     no_expand: Annotated[bool, typer.Option("--no-expand", help="Do not expand the topic.")] = False,
     feedback: FeedbackOpt = False,
-    model: ModelOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None, gpu_layers: GpuOpt = None,
-    seed: SeedOpt = None, temperature: TempOpt = None, max_tokens: MaxTokOpt = None,
+    model: ModelOpt = None, model_name: ModelNameOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None,
+    gpu_layers: GpuOpt = None, seed: SeedOpt = None, temperature: TempOpt = None, max_tokens: MaxTokOpt = None,
     grammar_file: GrammarOpt = None,
     db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
 ) -> None:
@@ -48,7 +48,7 @@ def summary_new(
     conn = open_db(db, create=False)
     retrieve.check_scope(conn, book)
     embedder = embedder_for(conn, embed_model)
-    chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens)
+    chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
     opts = core.SummaryOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
                                max_tokens=max_tokens or max(settings.max_tokens, core.MAX_TOKENS),
                                grammar=read_grammar(grammar_file))

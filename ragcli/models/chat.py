@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Protocol, Union
 
+from ragcli.errors import ModelError
+
 Messages = list[dict]
 
 
@@ -70,3 +72,13 @@ def estimate_tokens(text: str) -> int:
     """A token count that errs high: one token per 2.5 UTF-8 bytes (BPE vocabularies average about
     4 characters a token on English prose, fewer on digits and other scripts)."""
     return int(len(text.encode("utf-8")) / 2.5) + 1
+
+
+class IncompleteReply(ModelError):
+    """The reply stopped before the model finished (a stream cut mid-answer, a server failing on the
+    way). `partial` is the text received: an answer keeps it, validated, with status "incomplete";
+    a summary saves nothing."""
+
+    def __init__(self, message: str, partial: str = ""):
+        super().__init__(message)
+        self.partial = partial

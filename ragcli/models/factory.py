@@ -1,9 +1,15 @@
-"""A model name -> a backend. Today: a GGUF path, run in process by llama.cpp."""
+"""A model name -> a backend: a GGUF path (llama.cpp in process), an http(s) URL (an
+OpenAI-compatible server) or a profile of the config file (resolved by `config.model_settings`).
+
+One instance per model and options per process, so every stage of a command (rewrite, answer,
+verify) shares one KV cache or one HTTP connection pool.
+"""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional, Union
 
+from ragcli.errors import ModelError
 from ragcli.models.chat import ChatModel
 
 _OPTION_ALIASES = {"threads": "n_threads", "gpu_layers": "n_gpu_layers"}
@@ -11,8 +17,7 @@ _LOADED: dict[tuple, ChatModel] = {}
 
 
 def load_model(path: Optional[Union[str, Path]], **opts) -> Optional[ChatModel]:
-    """The chat model at `path` (one instance per path and options per process, so the KV cache
-    is shared by every stage), or None when no model is configured.
+    """The GGUF chat model at `path`, run in process, or None when no model is configured.
 
     Accepts the constructor's options and the config names `threads`, `gpu_layers`;
     `max_tokens` is a per-call setting and is ignored here."""
@@ -27,3 +32,40 @@ def load_model(path: Optional[Union[str, Path]], **opts) -> Optional[ChatModel]:
     if key not in _LOADED:
         _LOADED[key] = LlamaCppModel(path, **opts)
     return _LOADED[key]
+
+
+def connect(url: str, **opts) -> ChatModel:
+    """The chat model behind an OpenAI-compatible server (probed once per process)."""
+    from ragcli.models.openai_http import HttpChatModel
+
+    key = (url, tuple(sorted((k, v) for k, v in opts.items() if k != "api_key")), bool(opts.get("api_key")))
+    if key not in _LOADED:
+        _LOADED[key] = HttpChatModel(url, **opts)
+    return _LOADED[key]
+
+
+def from_settings(s) -> Optional[ChatModel]:
+    """The backend that `config.ModelSettings` name (None when no model is configured)."""
+    if s.url:
+        return connect(s.url, name=s.name, api_key=s.api_key(), n_ctx=s.n_ctx, temperature=s.temperature,
+                       seed=s.seed, timeout=s.timeout, structured=s.structured, profile=s.profile)
+    if not s.path:
+        return None
+    path = Path(s.path).expanduser()
+    if not path.exists() and "/" not in s.path and not s.path.endswith(".gguf"):
+        from ragcli.config import config_path
+
+        raise ModelError(f"model {s.path!r} is not a file, a server URL or a profile of {config_path()}")
+    return load_model(path, n_ctx=s.n_ctx, threads=s.threads, gpu_layers=s.gpu_layers, seed=s.seed,
+                      temperature=s.temperature)
+
+
+def describe(s) -> Optional[dict]:
+    """Which model `ask` would use, without loading it or calling a server (for `models`, `info`)."""
+    from ragcli.models.openai_http import safe_url
+
+    if s.url:
+        return {"backend": "openai-http", "url": safe_url(s.url), "name": s.name, "profile": s.profile}
+    if s.path:
+        return {"backend": "llama.cpp", "path": str(Path(s.path).expanduser()), "profile": s.profile}
+    return None

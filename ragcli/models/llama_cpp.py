@@ -114,7 +114,7 @@ class LlamaCppModel:
         self.name = str(meta.get("general.name") or self.path.stem)
         self.context_size = int(self._llm.n_ctx())
         self.params = {
-            "path": str(self.path), "file": self.path.name, "backend": "llama.cpp",
+            "backend": "llama.cpp", "name": self.name, "path": str(self.path), "file": self.path.name,
             "n_ctx": self.context_size, "n_ctx_train": trained_context(meta),
             "n_threads": n_threads, "n_gpu_layers": n_gpu_layers, "seed": seed,
             "temperature": temperature, "architecture": meta.get("general.architecture"),
