@@ -36,8 +36,6 @@ SQL_ELSEWHERE: dict[str, str] = {
 # (importer, imported) -> who removes it. Modules are dotted names under ragcli.
 KNOWN: dict[tuple[str, str], str] = {
     ("ragcli.summary", "ragcli.ask"): "l-answer (issue 15: summary.py over search/ and answer/, not ask.py)",
-    # a loop inside models/: llama_cpp imports grammars, grammars imports llama_cpp inside a function
-    ("ragcli.models.grammars", "ragcli.models.llama_cpp"): "issue-12 engineer (models/)",
 }
 
 

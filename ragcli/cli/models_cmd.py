@@ -12,10 +12,10 @@ def models_cmd(json_out: JsonOpt = False) -> None:
     from ragcli import config
     from ragcli.models.discovery import catalog
     from ragcli.render import models as render
-    from ragcli.render.terminal import print_json
+    from ragcli.render.data import models_data, print_json
 
     data = catalog(config.model_settings(), config.profiles())
     if json_out:
-        print_json(data)
+        print_json(models_data(data))
     else:
         render.print_models(console(), data)

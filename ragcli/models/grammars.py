@@ -104,12 +104,3 @@ def parse_verdicts(text: str, n_claims: int) -> list[Optional[str]]:
             out[i - 1] = verdict.lower()
     return out
 
-
-def json_schema_grammar(schema: dict) -> str:
-    """GBNF from a JSON schema, using llama-cpp-python's converter."""
-    from ragcli.models.llama_cpp import import_llama_cpp
-
-    import_llama_cpp()
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-    return json_schema_to_gbnf(json.dumps(schema))

@@ -67,6 +67,16 @@ def capture_stderr(fn):
         return result, tmp.read().decode("utf-8", errors="replace")
 
 
+def json_schema_grammar(schema: dict) -> str:
+    """GBNF from a JSON schema, using llama-cpp-python's converter."""
+    import json
+
+    import_llama_cpp()
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    return json_schema_to_gbnf(json.dumps(schema))
+
+
 def constraint_gbnf(constraint: Optional[Constraint]) -> Optional[str]:
     """The GBNF grammar that enforces a constraint (None: no constraint)."""
     if constraint is None:
@@ -76,7 +86,7 @@ def constraint_gbnf(constraint: Optional[Constraint]) -> Optional[str]:
     if isinstance(constraint, OneLine):
         return grammars.one_line_grammar(constraint.max_chars)
     if isinstance(constraint, JsonSchema):
-        return constraint.gbnf or grammars.json_schema_grammar(constraint.schema)
+        return constraint.gbnf or json_schema_grammar(constraint.schema)
     raise TypeError(f"unknown output constraint {constraint!r}")
 
 

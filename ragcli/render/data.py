@@ -58,6 +58,12 @@ def ingest_data(results: list) -> list[dict]:
     return to_data(results)
 
 
+def models_data(catalog: dict) -> dict:
+    """`models --json`: `selected` (what ask would use), `profiles`, `files` (GGUF header facts), as
+    models/discovery.catalog builds them."""
+    return to_data(catalog)
+
+
 def info_data(described: dict) -> dict:
     """`info --json`: the corpus description as the store gives it."""
     return to_data(described)
