@@ -38,12 +38,23 @@ def _wait_ready(url: str, proc, log: Path, seconds: float = 120.0, key: str = ""
     raise RuntimeError(f"server not ready after {seconds} s: {log.read_text()[-2000:]}")
 
 
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the test process dies, even if it is killed (Linux)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def start_llama_cpp_server(model: Path, log: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] not installed")
     port = free_port()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
            "--port", str(port), "--n_ctx", "2048", "--n_threads", "1", "--model_alias", "tiny", *extra]
-    proc = subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
     url = f"http://127.0.0.1:{port}/v1"
     key = extra[extra.index("--api_key") + 1] if "--api_key" in extra else ""
     try:
