@@ -14,6 +14,9 @@ class Page:
     number: int  # physical page, 1-based
     label: str  # page label as printed in the book ("2-25"); falls back to str(number)
     text: str
+    # read health (ingest/health.py): ok | partial | unreadable | no_text_layer | blank; unreadable and
+    # no_text_layer pages are the OCR candidates
+    health: str = "ok"
 
 
 @dataclass
@@ -72,6 +75,8 @@ class ParsedBook:
     source_path: str = ""
     file_hash: str = ""
     terms: list[tuple[str, str]] = field(default_factory=list)  # (term, source) vocabulary
+    warnings: list[str] = field(default_factory=list)  # what was lost while reading, one sentence each
+    unreadable_pages: list[int] = field(default_factory=list)  # physical; OCR candidates
 
 
 @dataclass
@@ -85,6 +90,8 @@ class Book:
     figures: int = 0
     passages: int = 0
     ingested_at: str = ""
+    warnings: list[str] = field(default_factory=list)
+    unreadable_pages: list[int] = field(default_factory=list)
 
 
 @dataclass

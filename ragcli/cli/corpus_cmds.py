@@ -5,7 +5,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragcli.cli.common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, err, handle_errors, info, open_db
+from ragcli.cli.common import (DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, err, escape, handle_errors,
+                               info, open_db, warn)
 
 
 @app.command()
@@ -18,6 +19,8 @@ def ingest(
     book_id: Annotated[Optional[str], typer.Option("--id", help="Book id (one file only).")] = None,
     password: Annotated[Optional[str], typer.Option(help="Password of an encrypted PDF.")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Swap a changed file in under the same id.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse a book that lost text while being read "
+                                         "(damaged or unreadable pages): exit 3, nothing written.")] = False,
     embed_model: EmbedOpt = None,
 ) -> None:
     """Add PDF books to the corpus (pages, sections, figures, passages, vectors)."""
@@ -34,7 +37,14 @@ def ingest(
         raise UsageError("--title and --id apply to a single file")
     missing = [f for f in files if not f.exists()]
     if len(missing) == len(files):  # nothing to do: do not create or open the corpus
-        raise InputError(f"{missing[0]}: no such file" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+        message = f"{missing[0]}: no such file" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+        if not json_out:
+            raise InputError(message)
+        results = [core.IngestResult(str(f), "failed", error=f"{f}: no such file", exit_code=InputError.exit_code)
+                   for f in files]
+        err(escape(message))
+        print_json(ingest_data(results))
+        raise typer.Exit(InputError.exit_code)
     conn = open_db(db)
     embedder = embedder_for(conn, embed_model, bulk=True)
     results = []
@@ -42,13 +52,14 @@ def ingest(
         try:
             with Progress(path.name, json_out) as progress:
                 result = core.ingest_file(conn, path, embedder, book_id=book_id, title=title,
-                                          password=password, replace=replace, progress=progress)
-        except RagcliError as exc:
-            if len(files) == 1:
-                raise
+                                          password=password, replace=replace, strict=strict,
+                                          progress=progress)
+        except RagcliError as exc:  # a report for every file, failed ones too (also a single one)
             result = core.IngestResult(str(path), "failed", error=str(exc), exit_code=exc.exit_code)
-            err(str(exc))
+            err(escape(str(exc)))
         results.append(result)
+        if result.warnings:  # one line per book, naming the pages
+            warn(escape(f"{result.book_id or path.name}: " + "; ".join(result.warnings)))
         if not json_out and ingest_line(result):
             info(ingest_line(result))
     if json_out:
@@ -81,6 +92,9 @@ def books(ctx: typer.Context, db: DbOpt = None, json_out: JsonOpt = False) -> No
         info("the corpus is empty: add a book with `ragcli ingest BOOK.pdf`")
     else:
         console().print(books_table(rows))
+        for book in rows:
+            if book.warnings:
+                warn(escape(f"{book.id}: " + "; ".join(book.warnings)))
 
 
 @books_app.command("remove")

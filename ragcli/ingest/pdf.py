@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 from ragcli.errors import InputError
+from ragcli.ingest import health
 from ragcli.ingest.sections import build_sections
 from ragcli.text import file_sha256
 from ragcli.types import Figure, Page, ParsedBook, Section
@@ -58,6 +59,7 @@ class RawPage:
     blocks: list[Block]
     images: list[tuple[float, float, float, float]] = field(default_factory=list)
     pdf_label: str = ""
+    health: Optional[health.PageHealth] = None
 
 
 def open_pdf(path: Path, password: Optional[str] = None):
@@ -108,16 +110,25 @@ def _read_lines(block: dict) -> list[Line]:
 
 
 def read_pages(doc, on_page: Optional[Callable[[int], None]] = None) -> Iterator[RawPage]:
-    """Yield each page's text blocks with positions, fonts and image boxes, one page at a time."""
+    """Yield each page's text blocks with positions, fonts and image boxes, one page at a time, with
+    its read health (what MuPDF reported about its content). A page MuPDF cannot load at all is
+    yielded empty and unreadable: the rest of the book still goes in, with a warning."""
+    health.take_messages()
     for index in range(doc.page_count):
         try:
             page = doc.load_page(index)
             data = page.get_text("dict", flags=0)
             images = [tuple(info["bbox"]) for info in page.get_image_info()]
             label = page.get_label() or ""
-            height = page.rect.height
-        except Exception as exc:
-            raise InputError(f"page {index + 1} cannot be read ({exc}); the PDF looks damaged") from exc
+            height, width = page.rect.height, page.rect.width
+            problems = health.content_problems(health.take_messages(), doc, page)
+        except Exception as exc:  # pymupdf raises several types for damaged pages
+            health.take_messages()
+            state = health.PageHealth(index + 1, problems=[f"the page cannot be loaded ({exc})"])
+            yield RawPage(index + 1, 792.0, [], health=state)
+            if on_page:
+                on_page(index + 1)
+            continue
         blocks = []
         for b in data["blocks"]:
             if b.get("type", 0) != 0:
@@ -125,7 +136,9 @@ def read_pages(doc, on_page: Optional[Callable[[int], None]] = None) -> Iterator
             lines = _read_lines(b)
             if lines:
                 blocks.append(Block(index + 1, lines[0].y0, lines))
-        yield RawPage(index + 1, height, blocks, images, label)
+        state = health.PageHealth(index + 1, sum(len(b.text) for b in blocks),
+                                  health.image_cover(images, width, height), problems)
+        yield RawPage(index + 1, height, blocks, images, label, state)
         if on_page:
             on_page(index + 1)
 
@@ -142,6 +155,14 @@ def strip_running_lines(pages: list[RawPage]) -> dict[int, str]:
         counts.update(keys)
     threshold = max(3, int(0.3 * len(pages)))
     repeated = {k for k, n in counts.items() if n >= threshold}
+    # a running header goes with other text; a line that is the only text on most pages it is on
+    # ("Line 7: aneurysm clip number 7." on each of 600 pages) is the book's content
+    alone: Counter = Counter()
+    for p in pages:
+        keys = {_band_key(l.text) for b in p.blocks for l in b.lines if not PAGE_NUM_RE.match(l.text.strip())}
+        if len(keys) == 1:
+            alone.update(keys & repeated)
+    repeated = {k for k in repeated if 2 * alone[k] <= counts[k]}
     printed: dict[int, str] = {}
     for p in pages:
         for b in p.blocks:
@@ -232,28 +253,43 @@ def parse(path: Path, password: Optional[str] = None, title: Optional[str] = Non
           on_page: Optional[Callable[[int, int], None]] = None, file_hash: Optional[str] = None) -> ParsedBook:
     """Read a PDF into a ParsedBook. Raises InputError for unusable files. `file_hash`: the file's
     sha256 when the caller has it already."""
+    health.silence_mupdf()
+    health.take_messages()
     doc = open_pdf(path, password)
     try:
+        doc_messages = health.take_messages()
         total = doc.page_count
         pages = list(read_pages(doc, (lambda n: on_page(n, total)) if on_page else None))
         toc = doc.get_toc(simple=False)
         meta_title = (doc.metadata or {}).get("title") or ""
     finally:
         doc.close()
-    if sum(len(b.text) for p in pages for b in p.blocks) < 20 * max(1, len(pages) // 10):
+    read = sum(len(b.text) for p in pages for b in p.blocks)
+    if read < 20 * max(1, len(pages) // 10):
+        unreadable = [p.number for p in pages if p.health and p.health.problems]
+        if len(unreadable) * 2 > len(pages):
+            raise InputError(f"{path}: {health.page_ranges(unreadable)[:60]} of {len(pages)} pages could "
+                             f"not be read; the file is damaged")
         raise InputError(f"{path}: no text layer (a scanned PDF?); OCR is not supported")
+    states = [p.health for p in pages]
+    health.classify(states)
     printed = strip_running_lines(pages)
+    kept = sum(len(b.text) for p in pages for b in p.blocks)
     labels = page_labels(pages, printed)
     figures = find_figures(pages)
     sections = build_sections(pages, toc, body_size(pages), is_heading)
     for fig in figures:
         fig.section_path = _section_at(sections, fig.page, fig.caption)
-    book_pages = [Page(p.number, labels[p.number], "\n".join(b.text for b in p.blocks)) for p in pages]
+    book_pages = [Page(p.number, labels[p.number], "\n".join(b.text for b in p.blocks), p.health.status)
+                  for p in pages]
+    outline = (sum(1 for e in toc if e[2] < 1), len(toc))
     return ParsedBook(
         title=title or _good_title(meta_title) or first_page_title(pages)
         or path.stem.replace("_", " ").replace("-", " "),
         pages=book_pages, sections=sections, figures=figures, source_path=str(path),
         file_hash=file_hash or file_sha256(path),
+        warnings=health.warnings(states, doc_messages, outline, (read - kept, read)),
+        unreadable_pages=[s.number for s in states if s.status in health.OCR_CANDIDATES],
     )
 
 

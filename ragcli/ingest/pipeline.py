@@ -1,7 +1,6 @@
 """File -> book in the store, in one transaction: a failed or interrupted ingest changes nothing."""
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,8 @@ class IngestResult:
     error: str = ""
     exit_code: int = 0
     timings: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # what was lost while reading (ingest/health.py)
+    unreadable_pages: list[int] = field(default_factory=list)
 
 
 def discover(paths: Iterable[str]) -> list[Path]:
@@ -60,13 +61,13 @@ def _wanted_in_folder(f: Path) -> bool:
     return suffix == ".pdf"
 
 
-def slug(text: str, limit: int = 32) -> str:
-    """A short stable id from a file name, cut at a word boundary: "fm4-25-11-first-aid"."""
-    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    if len(s) > limit:
-        cut = s[: limit + 1].rfind("-")
-        s = s[:cut] if cut >= limit // 2 else s[:limit]
-    return s.rstrip("-") or "book"
+def slug(text: str, fallback: str = "book", limit: int = 32) -> str:
+    """A short stable id from a file name, transliterated to ASCII and cut at a word boundary:
+    "fm4-25-11-first-aid", "Ünïcode name" -> "unicode-name", "Привет" -> "privet". A name with no
+    letters or digits at all ("☠☠☠") gives `fallback` (the caller passes the file's hash prefix)."""
+    from slugify import slugify
+
+    return slugify(text, max_length=limit, word_boundary=True) or fallback
 
 
 def parse_file(path: Path, password: Optional[str], title: Optional[str],
@@ -86,27 +87,30 @@ def parse_file(path: Path, password: Optional[str], title: Optional[str],
 
 
 def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, title: Optional[str] = None,
-                password: Optional[str] = None, replace: bool = False,
+                password: Optional[str] = None, replace: bool = False, strict: bool = False,
                 progress: Optional[Progress] = None) -> IngestResult:
+    """Parse, chunk, embed and store one file. A book that lost text while being read goes in with
+    `warnings`, or with strict=True is refused (InputError, nothing written)."""
     t0 = time.perf_counter()
     file_hash = _file_hash(path) if path.is_file() else None  # read once: the parsers reuse it
     same = store.book_by_hash(conn, file_hash) if file_hash else None
     if same and (book_id in (None, same.id)):  # the same bytes are already in: do not even parse
-        return IngestResult(str(path), "unchanged", same.id, same.title, same.page_count, same.sections,
-                            same.figures, same.passages, seconds=time.perf_counter() - t0)
+        return _unchanged(path, same, t0)
     parsed = parse_file(path, password, title, progress, file_hash)
     t_parse = time.perf_counter()
     same = store.book_by_hash(conn, parsed.file_hash)
     if same and (book_id in (None, same.id)):
-        return IngestResult(str(path), "unchanged", same.id, same.title, same.page_count, same.sections,
-                            same.figures, same.passages, seconds=time.perf_counter() - t0)
-    book_id = book_id or slug(path.stem)
+        return _unchanged(path, same, t0)
+    if strict and parsed.warnings:
+        raise InputError(f"{path}: {parsed.warnings[0]}; not ingested (--strict)")
+    book_id = book_id or slug(path.stem, fallback=parsed.file_hash[:12])
     existing = store.book_by_id(conn, book_id)
     if existing and not replace:
         raise UsageError(f"book id '{book_id}' already holds a different file ({existing.path}); "
                          f"use --replace to swap it, or --id NEW_ID to add this one beside it")
     store.check_embedding(conn, embedder.name)
     passages = chunking.chunk_book(parsed.sections, parsed.figures)
+    _check_not_empty(path, parsed, passages)
     texts = [p.embed_text(parsed.title) for p in passages]
     embed_hashes = [sha256(embedder.name + "\n" + t) for t in texts]
     vectors, reused = _vectors(conn, embedder, texts, embed_hashes, progress)
@@ -123,7 +127,25 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
         embedded=len(passages) - reused, reused=reused, seconds=t_end - t0,
         timings={"parse": t_parse - t0, "embed": t_embed - t_parse, "vocabulary": t_terms - t_embed,
                  "store": t_end - t_terms},
+        warnings=list(parsed.warnings), unreadable_pages=list(parsed.unreadable_pages),
     )
+
+
+def _unchanged(path: Path, same, t0: float) -> IngestResult:
+    return IngestResult(str(path), "unchanged", same.id, same.title, same.page_count, same.sections,
+                        same.figures, same.passages, seconds=time.perf_counter() - t0,
+                        warnings=list(same.warnings), unreadable_pages=list(same.unreadable_pages))
+
+
+def _check_not_empty(path: Path, parsed: ParsedBook, passages) -> None:
+    """Never an empty book in silence: pages with text that give no passage is a failed ingest."""
+    if any(p.kind == "passage" for p in passages):
+        return
+    chars = sum(len(p.text.strip()) for p in parsed.pages)
+    if chars:
+        raise InputError(f"{path}: {len(parsed.pages)} pages with {chars:,} characters of text gave no "
+                         f"passage (every line was taken for a running header, a heading or a caption)")
+    raise InputError(f"{path}: no text to index")
 
 
 def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term_parts, *,

@@ -49,7 +49,8 @@ def hits_data(hits: list[Hit]) -> list[dict]:
 
 
 def books_data(books: list) -> list[dict]:
-    """`books --json`: id, title, path, file_hash, page_count, sections, figures, passages, ingested_at."""
+    """`books --json`: id, title, path, file_hash, page_count, sections, figures, passages, ingested_at,
+    warnings, unreadable_pages."""
     return to_data(books)
 
 

@@ -80,14 +80,16 @@ def list_books(conn, ids: Optional[Sequence[str]] = None) -> list[Book]:
         SELECT b.id, b.title, b.path, b.file_hash, b.page_count, b.ingested_at,
           (SELECT COUNT(*) FROM sections s WHERE s.book_id = b.id),
           (SELECT COUNT(*) FROM figures f WHERE f.book_id = b.id),
-          (SELECT COUNT(*) FROM passages p WHERE p.book_id = b.id AND p.kind = 'passage')
+          (SELECT COUNT(*) FROM passages p WHERE p.book_id = b.id AND p.kind = 'passage'),
+          b.warnings, b.unreadable_pages
         FROM books b"""
     args: list = []
     if ids is not None:
         sql += f" WHERE b.id IN ({placeholders(len(ids))})"
         args = list(ids)
     rows = conn.execute(sql + " ORDER BY b.ingested_at, b.id", args).fetchall()
-    return [Book(r[0], r[1], r[2], r[3], r[4], r[6], r[7], r[8], r[5]) for r in rows]
+    return [Book(r[0], r[1], r[2], r[3], r[4], r[6], r[7], r[8], r[5], json.loads(r[9]), json.loads(r[10]))
+            for r in rows]
 
 
 def delete_book(conn, book_id: str) -> None:
@@ -126,10 +128,13 @@ def set_embed_hashes(conn, pairs: Iterable[tuple[str, int]]) -> None:
 
 def insert_book(conn, book_id: str, parsed: ParsedBook, labels: dict[int, str]) -> None:
     conn.execute(
-        "INSERT INTO books(id, title, path, file_hash, page_count, ingested_at) VALUES (?,?,?,?,?,?)",
-        (book_id, parsed.title, parsed.source_path, parsed.file_hash, len(parsed.pages), now()))
-    conn.executemany("INSERT INTO pages(book_id, number, label) VALUES (?,?,?)",
-                     [(book_id, n, label) for n, label in labels.items()])
+        "INSERT INTO books(id, title, path, file_hash, page_count, ingested_at, warnings, unreadable_pages)"
+        " VALUES (?,?,?,?,?,?,?,?)",
+        (book_id, parsed.title, parsed.source_path, parsed.file_hash, len(parsed.pages), now(),
+         json.dumps(parsed.warnings), json.dumps(parsed.unreadable_pages)))
+    health = {p.number: p.health for p in parsed.pages}
+    conn.executemany("INSERT INTO pages(book_id, number, label, health) VALUES (?,?,?,?)",
+                     [(book_id, n, label, health.get(n, "ok")) for n, label in labels.items()])
     conn.executemany(
         "INSERT INTO sections(book_id, ordinal, path, page_start, page_end) VALUES (?,?,?,?,?)",
         [(book_id, i, json.dumps(s.path), s.page_start, s.page_end) for i, s in enumerate(parsed.sections)])

@@ -26,6 +26,7 @@ def describe(conn) -> dict:
         "embedding_model": model[0] if model else None,
         "embedding_dim": model[1] if model else None,
         "contents": store.counts(conn),
+        "books_with_warnings": [b.id for b in store.list_books(conn) if b.warnings],
         "versions": {
             "ragcli": _version("ragcli"), "python": platform.python_version(), "sqlite": sqlite_version,
             "sqlite-vec": vec_version, "pymupdf": _version("pymupdf"),

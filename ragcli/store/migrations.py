@@ -186,3 +186,14 @@ def m004_summaries(conn) -> None:
             PRIMARY KEY (summary_id, label)
         )""")
     conn.execute("CREATE INDEX summary_sources_book_hash ON summary_sources(book_id, text_hash)")
+
+
+@step
+def m005_read_health(conn) -> None:
+    """What was lost while a book was read (issue 17): the book's warnings (JSON list of sentences),
+    the physical pages whose text is not in the corpus (JSON list), and each page's read health
+    (ok | partial | unreadable | no_text_layer | blank; ingest/health.py). Books ingested before this
+    step read as healthy: nothing was measured then."""
+    conn.execute("ALTER TABLE books ADD COLUMN warnings TEXT NOT NULL DEFAULT '[]'")
+    conn.execute("ALTER TABLE books ADD COLUMN unreadable_pages TEXT NOT NULL DEFAULT '[]'")
+    conn.execute("ALTER TABLE pages ADD COLUMN health TEXT NOT NULL DEFAULT 'ok'")
