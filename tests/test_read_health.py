@@ -202,3 +202,23 @@ def test_health_sentences():
     assert health.warnings(pages[:2], [], (4, 5), (6_000, 10_000)) == [
         "the outline is damaged (4 of 5 entries point to no page): sections come from headings instead",
         "60% of the text (6,000 of 10,000 characters) was taken for running headers and footers and left out"]
+
+
+def test_a_book_stored_before_the_health_columns_reads_as_healthy(tmp_path, monkeypatch):
+    from ragcli.store import corpus as store
+    from ragcli.store import db, migrations
+
+    path = tmp_path / "old.db"
+    before = [s for s in migrations.STEPS if s[0] < "m005"]
+    with monkeypatch.context() as m:
+        m.setattr(migrations, "STEPS", before)
+        conn = db.connect(path)
+        with conn:
+            conn.execute("INSERT INTO books(id, title, path, file_hash, page_count, ingested_at) "
+                         "VALUES ('old', 'Old', '/x.pdf', 'ab', 3, '2026-01-01')")
+            conn.execute("INSERT INTO pages(book_id, number, label) VALUES ('old', 1, '1')")
+        conn.close()
+    conn = db.connect(path)
+    (book,) = store.list_books(conn)
+    assert book.id == "old" and book.warnings == [] and book.unreadable_pages == []
+    assert conn.execute("SELECT health FROM pages").fetchall() == [("ok",)]
