@@ -203,8 +203,7 @@ def _generate(model, question, sources, base, timings, opts, on_text) -> Answer:
     budget = model.context_size - opts.max_tokens - ANSWER_TOKENS_RESERVE
     p = prompt.build(question, sources, model.count_tokens, budget)
     valid = {s.label for s in p.sources}
-    pages, sections, figures = prompt.reference_maps(p.sources)
-    stream = citations.StreamFilter(valid, pages, sections, figures)
+    stream = citations.StreamFilter(valid, *prompt.reference_maps(p.sources))
     t = time.perf_counter()
     pieces = []
     cut = None
@@ -248,7 +247,7 @@ def _extractive(embedder, question, sources: list[Source], base, timings) -> Ans
 
     t = time.perf_counter()
     text, _ = extractive.answer(embedder, question, sources)
-    # the same validation as a model's answer: quoted book text may carry "(p. 45)" or "(Figure 2-35)"
+    # the same validation as a model's answer (the quoted sentences' own marks are already inert)
     checked = citations.validate(text, {s.label for s in sources}, *prompt.reference_maps(sources))
     timings["generation"] = time.perf_counter() - t
     return Answer(**base, answer=checked.text, status="extractive", citations=checked.citations,

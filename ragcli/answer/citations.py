@@ -32,6 +32,14 @@ Decisions (documented here because the tests pin them):
 * Labels are one letter and a number (``S1``, ``F2``); the letters S and F, plus the first letter of every
   valid label, are recognised as label letters.
 
+* Text from a book is inert (issue 17): ``neutralise`` rewrites every mark found in a passage with the
+  book's own brackets ``⟨…⟩`` (``[3]`` -> ``⟨3⟩``, ``[Source 2]`` -> ``⟨Source 2⟩``, ``(p. 45)`` ->
+  ``⟨p. 45⟩``) before the passage enters a prompt or an extractive answer, so no engine pass can read it
+  as a mark, and the reader still sees the book's reference. ``⟨`` is not a bracket here. And when an
+  answer writes a mark that a given passage holds as text (``book_marks``: the same content in any
+  bracket), it is the book's reference, never a label: it is shown in ``⟨…⟩`` and reported as
+  removed ("book's own reference"), and the sentence keeps its words ("According to ⟨3⟩ and ...").
+
 Known limits: "(S1)" or "(S1-S2)" meaning the sacral nerve root is read as a citation; a group longer
 than ``MAX_SPAN`` characters is prose; prose mentions ("as shown on page 45") are not marks.
 """
@@ -53,6 +61,8 @@ FIGURE_REFERENCE = "figure reference"
 AMBIGUOUS_REFERENCE = "ambiguous reference"
 INVALID_RANGE = "invalid range"
 MALFORMED = "malformed citation"
+BOOK_REFERENCE = "book's own reference"
+BOOK_OPEN, BOOK_CLOSE = "⟨", "⟩"  # how a book's own citation-like mark is shown: never a bracket here
 
 _OPEN = {"[": "]", "(": ")", "【": "】", "［": "］"}
 _CLOSE = set(_OPEN.values())
@@ -96,6 +106,7 @@ class _Context:
     pages: dict
     sections: dict
     figures: dict
+    book: frozenset = frozenset()  # _mark_key of every mark the given passages hold as text
 
 
 @dataclass
@@ -125,11 +136,17 @@ def _table(mapping: dict | None, valid: frozenset) -> dict:
     return out
 
 
-def _make_context(valid_labels, page_labels=None, section_titles=None, figure_labels=None) -> _Context:
+def _make_context(valid_labels, page_labels=None, section_titles=None, figure_labels=None,
+                  book_marks=None) -> _Context:
     valid = frozenset(_norm_label(lab) for lab in valid_labels)
     prefixes = frozenset({"S", "F"} | {lab[0] for lab in valid if re.fullmatch(r"[A-Z]\d+", lab)})
     return _Context(valid, prefixes, _table(page_labels, valid), _table(section_titles, valid),
-                    _table(figure_labels, valid))
+                    _table(figure_labels, valid), frozenset(book_marks or ()))
+
+
+def _mark_key(mark: str) -> str:
+    """A mark's content whatever its brackets: "[Source 2]", "(source 2)", "⟨Source 2⟩" -> "source 2"."""
+    return _key(re.sub(r"[\[\]()【】［］⟨⟩^]", " ", mark))
 
 
 def _lookup(value: str, table: dict) -> list[str]:
@@ -360,7 +377,7 @@ class _Engine:
             return _NONE if final else _MORE
         if end == _NONE:
             return _NONE
-        sub = _Engine(self._ctx, buf[i], self._in_code)
+        sub = self._sub(buf[i])
         inner = sub.feed(buf[i + 1:end]) + sub.flush()
         square = buf[i] in _SQUARE
         group = None
@@ -370,9 +387,15 @@ class _Engine:
             if start != i:
                 return _NONE  # the caret is ordinary text; the bracket is handled next
             self._block(out, buf[i] + inner + buf[end], sub, code=group is not None)
+        elif _mark_key(inner) in self._ctx.book:  # the book's own mark, written again: text, not a label
+            self.removed.append(RemovedCitation(buf[start:end + 1], BOOK_REFERENCE))
+            self._block(out, BOOK_OPEN + inner.strip() + BOOK_CLOSE, sub, code=False)
         else:
             self._apply(out, group, sub, buf[end])
         return end + 1
+
+    def _sub(self, opener: str) -> "_Engine":
+        return _Engine(self._ctx, opener, self._in_code)  # shares the context: the book's marks too
 
     def _is_code(self) -> bool:
         return self._in_code or self._code_chain or _is_word(self._prev_src)
@@ -403,6 +426,37 @@ class _Engine:
         self.citations += [lab for lab in labels if lab not in self.citations]
 
 
+class _AnyMark(frozenset):
+    """Contains every key: in book text, every mark is the book's own."""
+
+    def __contains__(self, item) -> bool:
+        return True
+
+
+_BOOK_TEXT = _Context(frozenset(), frozenset({"S", "F"}), {}, {}, {}, _AnyMark())
+
+
+def neutralise(text: str) -> str:
+    """Book text with its citation-like marks made inert: "According to [3] and [Source 2], ... (p. 45)."
+    -> "According to ⟨3⟩ and ⟨Source 2⟩, ... ⟨p. 45⟩.". What is not a mark ("[sic]", "(2019)", "x[1]")
+    is left as it is; nothing is removed. Apply it wherever a passage's text enters a prompt or an
+    answer."""
+    if not any(ch in text for ch in _OPEN):
+        return text
+    engine = _Engine(_BOOK_TEXT)  # every mark is "the book's own": shown in ⟨…⟩, nothing removed
+    return engine.feed(text) + engine.flush()
+
+
+def book_marks(texts) -> set[str]:
+    """Keys of the citation-like marks these passages hold as text: a mark in an answer with the same
+    content is the book's reference, never a label (StreamFilter's `book_marks`)."""
+    found: set[str] = set()
+    for text in texts:
+        found |= {_mark_key(m) for m in re.findall(f"{BOOK_OPEN}[^{BOOK_CLOSE}]*{BOOK_CLOSE}",
+                                                    neutralise(text))}
+    return found
+
+
 class StreamFilter(_Engine):
     """Validate citations while text streams in.
 
@@ -414,21 +468,22 @@ class StreamFilter(_Engine):
 
     def __init__(self, valid_labels, page_labels: dict[str, list[str]] | None = None,
                  section_titles: dict[str, list[str]] | None = None,
-                 figure_labels: dict[str, list[str]] | None = None):
-        super().__init__(_make_context(valid_labels, page_labels, section_titles, figure_labels))
+                 figure_labels: dict[str, list[str]] | None = None, book_marks=None):
+        super().__init__(_make_context(valid_labels, page_labels, section_titles, figure_labels, book_marks))
 
 
 def validate(text: str, valid_labels: set[str], page_labels: dict[str, list[str]] | None = None,
              section_titles: dict[str, list[str]] | None = None,
-             figure_labels: dict[str, list[str]] | None = None) -> ValidatedText:
+             figure_labels: dict[str, list[str]] | None = None, book_marks=None) -> ValidatedText:
     """Normalise valid citations to ``[S1]`` form, remove every other citation-like mark.
 
     ``page_labels`` maps a page as a reader would write it ("45", "2-25") to the labels on that page;
     ``section_titles`` maps a section title to the labels in it; ``figure_labels`` maps a book figure
     number ("2-31") to its labels. A page/section/figure reference is replaced by those labels
-    (valid ones only) or removed.
+    (valid ones only) or removed. ``book_marks`` (``book_marks(passage texts)``): marks the passages
+    hold as text, shown inert in the answer, never labels.
     """
-    stream = StreamFilter(valid_labels, page_labels, section_titles, figure_labels)
+    stream = StreamFilter(valid_labels, page_labels, section_titles, figure_labels, book_marks)
     out = stream.feed(text) + stream.flush()
     return ValidatedText(text=out, citations=stream.citations, removed=stream.removed)
 

@@ -14,12 +14,15 @@ SCAN_SOURCES = 5
 
 
 def candidates(sources: list[Source], max_words: int = 10_000) -> list[tuple[str, int, int]]:
-    """(sentence, source index, position in the passage) of every usable sentence (not figures)."""
+    """(sentence, source index, position in the passage) of every usable sentence (not figures). The
+    book's own citation-like marks are inert in them ("[3]" -> "⟨3⟩"): a quoted sentence never cites."""
+    from ragcli.answer.citations import neutralise
+
     out = []
     for i, source in enumerate(sources):
         if source.hit.kind == "figure":
             continue
-        for j, sentence in enumerate(sentences(source.hit.text)):
+        for j, sentence in enumerate(sentences(neutralise(source.hit.text))):
             if 5 <= len(sentence.split()) <= max_words:
                 out.append((sentence.strip(), i, j))
     return out

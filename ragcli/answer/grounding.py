@@ -13,6 +13,7 @@ import re
 from typing import Optional
 
 from ragcli.answer import support
+from ragcli.answer.citations import neutralise
 from ragcli.answer.claims import attach_citations, split_claims
 from ragcli.text import sentences as split_sentences_plain
 from ragcli.types import Answer, Claim, Evidence, Source
@@ -52,7 +53,8 @@ def _apply(claim: Claim, row: list[support.SupportResult], by_label: dict[str, S
     claim.flagged_citations = [lab for lab, r in zip(claim.citations, row) if r.level == "unsupported"]
     if best.best_sentence and best.level != "unsupported":
         hit = by_label[claim.citations[best_i]].hit
-        claim.evidence = Evidence(claim.citations[best_i], best.best_sentence, hit.page_label, hit.page_start)
+        claim.evidence = Evidence(claim.citations[best_i], neutralise(best.best_sentence), hit.page_label,
+                                  hit.page_start)
 
 
 def assess(answer: Answer, embedder, verify_model: Optional[object] = None) -> Answer:
@@ -74,7 +76,8 @@ def verify_messages(answer: Answer, claims: list[Claim]) -> list[dict]:
     by_label = {s.label: s for s in answer.sources}
     lines = []
     for i, c in enumerate(claims, 1):
-        cited = "\n".join(f"  [{lab}] {by_label[lab].hit.text}" for lab in c.citations if lab in by_label)
+        cited = "\n".join(f"  [{lab}] {neutralise(by_label[lab].hit.text)}" for lab in c.citations
+                          if lab in by_label)
         lines.append(f"Claim {i}: {c.text}\n{cited or '  (no source cited)'}")
     from ragcli.answer.prompt import SYSTEM_PROMPT  # shared by every call, so its tokens stay in llama.cpp's cache
 

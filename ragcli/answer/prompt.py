@@ -58,7 +58,11 @@ def source_header(source: Source) -> str:
 
 
 def source_block(source: Source, text: str | None = None) -> str:
-    body = source.hit.text if text is None else text
+    """A passage as the model sees it: its label header, then its text with the book's own
+    citation-like marks made inert ("[3]" -> "⟨3⟩": citations.neutralise), so only labels are labels."""
+    from ragcli.answer.citations import neutralise
+
+    body = neutralise(source.hit.text if text is None else text)
     if source.hit.kind == "figure":
         caption = re.sub(r"^\W*(?:figure|fig\.?)\s*\S+\s*", "", body, flags=re.I)
         return f"{source_header(source)}: {caption}"
@@ -144,9 +148,12 @@ def instruction_words() -> str:
     return SYSTEM_PROMPT + " " + _rewrite_task("", "", [])
 
 
-def reference_maps(sources: list[Source]) -> tuple[dict, dict, dict]:
+def reference_maps(sources: list[Source]) -> tuple[dict, dict, dict, set]:
     """Page labels, section titles and figure numbers -> labels, so that "(p. 45)" written by the model
-    can be turned into the label of the passage on that page, or removed."""
+    can be turned into the label of the passage on that page, or removed; and the citation-like marks
+    the passages hold as text, which are never labels. `StreamFilter(valid, *reference_maps(sources))`."""
+    from ragcli.answer.citations import book_marks
+
     pages: dict[str, list[str]] = {}
     sections: dict[str, list[str]] = {}
     figures: dict[str, list[str]] = {}
@@ -157,4 +164,4 @@ def reference_maps(sources: list[Source]) -> tuple[dict, dict, dict]:
             sections.setdefault(h.section_path[-1], []).append(s.label)
         if h.figure_number:
             figures.setdefault(h.figure_number, []).append(s.label)
-    return pages, sections, figures
+    return pages, sections, figures, book_marks(s.hit.text for s in sources)
