@@ -112,7 +112,7 @@ def test_ask_with_llama_cpp_forced_to_copy_the_book(cli, injection_db, tiny_gguf
 def test_ask_over_the_fake_model(injection_db, embedder, copy):
     from ragcli import ask
     from ragcli.models.fake import FakeChatModel
-    from ragcli.render.terminal import answer_data
+    from ragcli.render.data import answer_data
     from ragcli.store import db
 
     seen = {}
