@@ -6,7 +6,8 @@ For every real PDF of --pdfs, 15 damaged copies are made (seeded, so every run m
   trunc-30 .. trunc-99.5   the file cut at 30%, 50%, 70%, 85%, 95% and 99.5% of its bytes
   flip-content-1/-3/-10%   20 bytes flipped in the middle of 1, 3 or 10% of the page content streams
   swap-content-1/-3/-10%   two 24-byte runs swapped inside 1, 3 or 10% of the page content streams
-  flip-font, flip-image    20 bytes flipped in one embedded font / one image stream
+  flip-font, flip-image    20 bytes flipped in one embedded font / one image stream (a file without
+                           such a stream gets it in a content stream instead)
   zero-xref, zero-xref-all the cross-reference section zeroed (startxref kept / zeroed too)
 
 Each clean file, then each copy, is ingested by `ragcli.ingest.pipeline.ingest_file` (the function behind
