@@ -33,6 +33,7 @@ def test_readme_json_table_matches_every_command(cli, tmp_path):
         "search": ["search", "torque wrench"],
         "ask": ["ask", "how is a torque wrench used?"],
         "info": ["info"],
+        "models": ["models"],
         "summary new": ["summary", "new", "torque"],
         "summary show": ["summary", "show", "torque", "1"],
         "summary list": ["summary", "list", "torque"],
