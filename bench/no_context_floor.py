@@ -28,14 +28,13 @@ OFF_TOPIC = [
 
 
 def best_cosine(conn, embedder, question: str) -> float:
-    from ragcli.search import legs as retrieve
+    from ragcli.search.pipeline import SearchOptions, search
 
-    hits = retrieve.search(conn, embedder, question, k=8, mode="dense").hits
+    hits = search(conn, embedder, question, SearchOptions(mode="dense", k=8)).hits
     return max((h.dense_score for h in hits if h.dense_score is not None), default=0.0)
 
 
 def main() -> int:
-    from ragcli import ask
     from ragcli.store import db
     from ragcli.models import embed
 
@@ -48,7 +47,7 @@ def main() -> int:
     on = [best_cosine(conn, embedder, json.loads(line)["question"])
           for line in open(args.questions, encoding="utf-8") if line.strip()]
     off = [best_cosine(conn, embedder, q) for q in OFF_TOPIC]
-    floor = ask.DENSE_FLOOR
+    from ragcli.search.pipeline import DENSE_FLOOR as floor
     print(f"on-topic  n={len(on)}  min {min(on):.3f}  median {sorted(on)[len(on)//2]:.3f}  "
           f"below floor {sum(c < floor for c in on)}")
     print(f"off-topic n={len(off)} max {max(off):.3f}  median {sorted(off)[len(off)//2]:.3f}  "

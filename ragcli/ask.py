@@ -1,34 +1,18 @@
 """question -> expansion -> retrieval -> labelled prompt -> model (or extractive) -> validated answer."""
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
-from ragcli import language
 from ragcli.answer import citations
 from ragcli.answer import prompt
 from ragcli.models.chat import Grammar, IncompleteReply
-from ragcli.search import legs as retrieve
-from ragcli.store import corpus as store
-from ragcli.types import Answer, Source
+from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
+from ragcli.types import Answer, Expansion, Source
 
 NO_ANSWER = "The provided passages do not answer this."
-# bench/no_context_floor.py on FM 4-25.11: the best passage cosine of all 114 questions of the book's
-# question set was >= 0.324 (median 0.581); of 20 off-topic questions, 18 stayed below 0.30 (max 0.382).
-# A false "no context" hides an answer the book has, so the floor sits under every on-topic question;
-# the model is still told to say when the passages do not answer.
-DENSE_FLOOR = 0.30
 ANSWER_TOKENS_RESERVE = 64
-REWRITE_WEIGHT = 0.8  # the LLM rewrite's lists weigh a little below the question's own
-# FM 4-25.11: the best book term of 12 of the 27 exact-term questions is this close, of none of the
-# 87 lay questions.
-IN_BOOK_WORDS = 0.8
-# A rewrite sharing no word with the question or the book terms must be this close to the question
-# (MiniLM cosine): good bridges measured 0.27-0.55 ("entrance and exit wounds" for "did the bullet
-# come out somewhere else"), small-model answers and echoes 0.02-0.20.
-REWRITE_MIN_SIMILARITY = 0.2
 
 
 @dataclass
@@ -36,138 +20,10 @@ class AskOptions:
     k: int = 10  # as `ragcli eval` ranks them: the question's own top 5 pinned, the top 10 re-ranked
     book_ids: Optional[Sequence[str]] = None
     expand: bool = True
-    feedback: bool = False  # pseudo-relevance feedback (expand.FEEDBACK): for topical questions
+    feedback: bool = False  # pseudo-relevance feedback (search mode `feedback`): for topical questions
     max_tokens: int = 512
     show_prompt: bool = False
     grammar: Optional[Grammar] = None  # the user's --grammar-file, constraining the answer
-
-
-@dataclass
-class Expansion:
-    rewrite: Optional[str]
-    terms: list[str]
-    seconds: float
-    base: Any = None  # expand.Expansion: the model-free part (its extra queries, terms, candidates)
-
-
-def expand_question(conn, embedder, question: str, model, opts: AskOptions) -> Expansion:
-    """Model-free expansion from the book's vocabulary, plus one LLM rewrite when a model is set."""
-    t0 = time.perf_counter()
-    if not opts.expand:
-        return Expansion(None, [], 0.0)
-    from ragcli.search import expansion as expand
-
-    base = expand.expansions(conn, embedder, question, opts.book_ids)
-    rewrite = None
-    if model is not None and not in_book_words(base):
-        rewrite = _rewrite(conn, embedder, model, question, base.terms, opts.book_ids)
-    return Expansion(rewrite, base.terms, time.perf_counter() - t0, base)
-
-
-def other_language_notice(conn, text: str, what: str, verb: str) -> Optional[str]:
-    """A notice when `text` seems to be in another language than the books (else None)."""
-    lang = language.other_language(text, lambda w: store.term_in_corpus(conn, w))
-    if not lang:
-        return None
-    return (f"the {what} looks {language.NAMES.get(lang, lang)}, but the books and the embedding "
-            f"model are English; {verb} in English")
-
-
-def in_book_words(base) -> bool:
-    """The question is (nearly) one of the book's own terms: a rewrite has nothing to bridge and,
-    with a small model, only reorders what the question found (bench/bench_rewrite.py)."""
-    return bool(base.candidates) and base.candidates[0][2] >= IN_BOOK_WORDS
-
-
-def retrieve_passages(conn, embedder, question: str, exp: Expansion, opts: AskOptions) -> retrieve.SearchResult:
-    """Hybrid search; with expansion, the measured default of issue 5 (book terms as an extra
-    lexical query, the LLM rewrite if any, a re-rank of the top hits) and, with `feedback`,
-    pseudo-relevance feedback."""
-    if not opts.expand:
-        return retrieve.search(conn, embedder, question, k=opts.k, book_ids=opts.book_ids)
-    from ragcli.search import expansion as expand
-
-    more = [retrieve.Query(exp.rewrite, weight=REWRITE_WEIGHT)] if exp.rewrite else []
-    return expand.search(conn, embedder, question, k=opts.k, book_ids=opts.book_ids,
-                         options=expand.FEEDBACK if opts.feedback else expand.DEFAULTS,
-                         exp=exp.base, more=more)
-
-
-def _rewrite(conn, embedder, model, question: str, terms: list[str], book_ids) -> Optional[str]:
-    from ragcli.models.chat import OneLine
-
-    titles = [b.title for b in store.list_books(conn, book_ids)]
-    messages = prompt.rewrite_messages(question, titles, terms)
-    try:
-        text = model.chat(messages, max_tokens=48, constraint=OneLine(160), temperature=0.0)
-    except Exception:  # a failed rewrite must never fail the question
-        return None
-
-    def similarity(a: str, b: str) -> float:
-        va, vb = embedder.embed([a, b])
-        return float(va @ vb)
-
-    return clean_rewrite(str(text), question, terms, similarity)
-
-
-def clean_rewrite(text: str, question: str, terms: Sequence[str] = (),
-                  similarity: Optional[Callable[[str, str], float]] = None) -> Optional[str]:
-    """Keep a rewrite only if it looks like a short search in words that is about the question (it
-    shares a word with the question or the book terms offered, or its meaning is close enough to
-    the question's) and does not copy the instructions; else fall back to the original. Small
-    models answer or echo the prompt instead of rewriting (bench/bench_rewrite.py)."""
-    from ragcli.text import content_words, stem
-
-    text = " ".join(text.replace("\n", " ").split()).strip(" \"'`")
-    text = re.sub(r"^(rewritten question|question)\s*:\s*", "", text, flags=re.I)
-    text = _without_repeats(text)
-    words = re.findall(r"[A-Za-z]{3,}", text)
-    if len(words) < 2 or len(text) > 200 or text.lower() == question.lower().strip():
-        return None
-    if sum(len(w) for w in words) < 0.5 * len(text.replace(" ", "")):
-        return None  # mostly symbols or digits: junk
-    if _shares_run(text, prompt.instruction_words(), 4):
-        return None  # echoes the prompt
-    about = {stem(w) for w in content_words(" ".join([question, *terms]))}
-    if not about & {stem(w) for w in content_words(text)} and (
-            similarity is None or similarity(question, text) < REWRITE_MIN_SIMILARITY):
-        return None  # about something else (often an answer, not a search)
-    return text
-
-
-def _without_repeats(text: str) -> str:
-    """Small models loop ("eyes, eyes, eyes", a clause three times): keep each comma-separated part
-    once, and cut the text where a run of three words comes back."""
-    parts, seen = [], set()
-    for part in re.split(r"\s*[,;]\s*", text):
-        key = part.lower().strip(" .")
-        if key and key not in seen:
-            seen.add(key)
-            parts.append(part.strip())
-    words = ", ".join(parts).split()
-    runs: set[tuple[str, ...]] = set()
-    for i in range(len(words) - 2):
-        run = tuple(w.lower().strip(",.;") for w in words[i:i + 3])
-        if run in runs:
-            return " ".join(words[:i]).rstrip(",;")
-        runs.add(run)
-    return " ".join(words)
-
-
-def _shares_run(text: str, source: str, n: int) -> bool:
-    """Do `text` and `source` share a run of n words (case and punctuation ignored)?"""
-    def runs(s: str) -> set[tuple[str, ...]]:
-        w = re.findall(r"[a-z0-9']+", s.lower())
-        return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
-    return bool(runs(text) & runs(source))
-
-
-def no_context(result: retrieve.SearchResult) -> bool:
-    """Below the calibrated floor: nothing retrieved is about the question."""
-    if not result.hits:
-        return True
-    best_dense = max((h.dense_score for h in result.hits if h.dense_score is not None), default=None)
-    return best_dense is None or best_dense < DENSE_FLOOR
 
 
 def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = None,
@@ -176,20 +32,15 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     """Answer `question` from the corpus. `on_text` receives validated text as it streams;
     `on_expanded` the expansion before retrieval runs."""
     opts = opts or AskOptions()
-    retrieve.check_scope(conn, opts.book_ids)
-    timings: dict[str, float] = {}
-    notice = other_language_notice(conn, question, "question", "ask")
-    if notice:
-        return Answer(question, None, "", "no_context", [], [], [], timings=timings, notice=notice)
-    exp = expand_question(conn, embedder, question, model, opts)
-    timings["expansion"] = exp.seconds
-    if on_expanded:
-        on_expanded(exp)
-    t = time.perf_counter()
-    result = retrieve_passages(conn, embedder, question, exp, opts)
-    timings["retrieval"] = time.perf_counter() - t
+    search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
+                                check_language=True)
+    result = search(conn, embedder, question, search_opts, model=model, on_expanded=on_expanded)
+    timings: dict[str, float] = dict(result.timings)
+    if result.language:
+        return Answer(question, None, "", "no_context", [], [], [], timings=timings,
+                      notice=other_language_notice(result.language, "question", "ask"))
     sources = prompt.label_sources(result.hits)
-    base = dict(question=question, expanded_query=exp.rewrite or (", ".join(exp.terms) or None))
+    base = dict(question=question, expanded_query=result.expansion.shown)
     if no_context(result):
         return Answer(**base, answer="", status="no_context", citations=[], removed_citations=[],
                       sources=sources, timings=timings,

@@ -19,15 +19,13 @@ import csv
 import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ragcli.errors import InputError, NotFoundError, UsageError
 from ragcli.types import Hit
 
-MODES = ("lexical", "dense", "hybrid", "expanded", "feedback")
-DEFAULT_MODES = MODES
 BEIR_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
 PAGE_METRICS = BEIR_METRICS + ("hit@1", "hit@5")
 SearchFn = Callable[[str, Optional[list[str]]], list[Hit]]  # (question, book scope) -> ranked hits
@@ -233,33 +231,31 @@ def evaluate(searchers: dict[str, SearchFn], queries: list[EvalQuery],
     return EvalReport(kind, len(queries), list(PAGE_METRICS if kind == "pages" else BEIR_METRICS), results)
 
 
-def searcher(conn, embedder, mode: str, depth: int = 100) -> SearchFn:
-    """The search function of one mode (expand.search_mode: `expanded` = hybrid + model-free
-    expansion, `feedback` = that + pseudo-relevance feedback). Page-set questions only look at the
-    first 10 passages, so they need no deep ranking; BEIR needs about 3 passages per document for
-    Recall@100."""
-    from ragcli.search import expansion as expand
-
-    if mode not in MODES:
-        raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
+def searcher(conn, embedder, opts) -> SearchFn:
+    """The search function of one set of SearchOptions (its book scope comes from each call).
+    Page-set questions only look at the first 10 passages, so they need no deep ranking; BEIR needs
+    about 3 passages per document for Recall@100."""
+    from ragcli.search.pipeline import search
 
     def run(text: str, scope: Optional[list[str]]) -> list[Hit]:
-        return expand.search_mode(conn, embedder, text, mode, k=depth, book_ids=scope, depth=depth).hits
+        return search(conn, embedder, text, replace(opts, book_ids=scope)).hits
 
     return run
 
 
-def run_eval(conn, embedder, queries: list[EvalQuery], modes: Sequence[str] = DEFAULT_MODES,
+def run_eval(conn, embedder, queries: list[EvalQuery], modes: Optional[Sequence[str]] = None,
              book_ids: Optional[list[str]] = None, depth: Optional[int] = None,
              keep_ranked: int = 0) -> EvalReport:
-    """The core of `ragcli eval retrieval`."""
+    """The core of `ragcli eval retrieval`: every mode (default: all) at `depth` hits per query."""
+    from ragcli.search.pipeline import MODES, SearchOptions
     from ragcli.store import corpus as store
 
+    options = [SearchOptions(mode=m) for m in (modes or MODES)]  # an unknown mode fails here
     known = [b.id for b in store.list_books(conn)]
     if not known:
         raise NotFoundError("the corpus is empty: ingest the collection first")
     for q in queries:
         q.book = resolve_book(q.book, known)
     depth = depth or (300 if not queries or not queries[0].pages else 20)
-    searchers = {m: searcher(conn, embedder, m, depth) for m in modes}
+    searchers = {o.mode: searcher(conn, embedder, replace(o, k=depth, depth=depth)) for o in options}
     return evaluate(searchers, queries, book_ids, keep_ranked)

@@ -1,8 +1,8 @@
 """topic -> numbered, saved summary.
 
-Generation reuses the ask pipeline: the topic is expanded (`ask.expand_question`), more passages are
-retrieved than for a question (k=16), the labelled prompt of `prompt.build` carries the summary
-instruction (under the system prompt every call shares), the model's text streams through the same
+Generation reuses the ask pipeline: the topic goes through the search pipeline (`search.pipeline.search`,
+expanded as a question is), more passages are retrieved than for a question (k=16), the labelled
+prompt of `prompt.build` carries the summary instruction (under the system prompt every call shares), the model's text streams through the same
 `citations.StreamFilter`, and `grounding.assess` judges each claim. Without a model the summary is extractive: key sentences of the retrieved passages,
 grouped by section, each cited (kind "extractive").
 
@@ -25,7 +25,7 @@ from ragcli.answer import citations
 from ragcli.answer import extractive
 from ragcli.answer import prompt
 from ragcli.models.chat import Grammar
-from ragcli.search import legs as retrieve
+from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
 from ragcli.store import corpus as store
 from ragcli.store import summaries as summary_store
 from ragcli.errors import NotFoundError, UsageError
@@ -51,7 +51,7 @@ class SummaryOptions:
     k: int = DEFAULT_K
     book_ids: Optional[Sequence[str]] = None
     expand: bool = True
-    feedback: bool = False  # pseudo-relevance feedback (ask.AskOptions.feedback)
+    feedback: bool = False  # pseudo-relevance feedback (search mode `feedback`)
     max_tokens: int = MAX_TOKENS
     grammar: Optional[Grammar] = None  # the user's --grammar-file, constraining the summary
 
@@ -91,19 +91,14 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
     opts = opts or SummaryOptions()
     key = normalise_topic(topic)
     topic = " ".join(topic.split())
-    retrieve.check_scope(conn, opts.book_ids)
-    notice = ask.other_language_notice(conn, topic, "topic", "name it")
-    if notice:
-        raise NotFoundError(notice + "; nothing saved")
-    timings: dict[str, float] = {}
-    ask_opts = ask.AskOptions(k=opts.k, book_ids=opts.book_ids, expand=opts.expand, feedback=opts.feedback,
-                              max_tokens=opts.max_tokens)
-    exp = ask.expand_question(conn, embedder, topic, model, ask_opts)
-    timings["expansion"] = exp.seconds
-    t = time.perf_counter()
-    result = ask.retrieve_passages(conn, embedder, topic, exp, ask_opts)
-    timings["retrieval"] = time.perf_counter() - t
-    if ask.no_context(result):
+    search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
+                                check_language=True)
+    result = search(conn, embedder, topic, search_opts, model=model)
+    if result.language:
+        raise NotFoundError(other_language_notice(result.language, "topic", "name it") + "; nothing saved")
+    timings: dict[str, float] = dict(result.timings)
+    exp = result.expansion
+    if no_context(result):
         raise NotFoundError(f"the books do not seem to cover '{topic}': nothing to summarise, nothing saved")
     sources = prompt.label_sources(result.hits)
     t = time.perf_counter()
@@ -127,7 +122,7 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
 
 def _params(opts: SummaryOptions, exp, embedder, model, retrieved: int, shown: int, timings) -> dict:
     params = {"k": opts.k, "books": list(opts.book_ids) if opts.book_ids else None, "expand": opts.expand,
-              "expanded_query": exp.rewrite or (", ".join(exp.terms) or None),
+              "expanded_query": exp.shown,
               "embedding_model": embedder.name, "retrieved": retrieved, "in_prompt": shown,
               "timings": {k: round(v, 4) for k, v in timings.items()}}
     if model is not None:

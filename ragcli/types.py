@@ -192,3 +192,28 @@ class Summary:
     kind: str = "generated"  # generated | extractive
     params: dict = field(default_factory=dict)  # k, books, expansion, embedding model (issue 4)
     removed_citations: list[RemovedCitation] = field(default_factory=list)
+
+
+@dataclass
+class Expansion:
+    """What the search added to the query, as shown to the user before the hits."""
+
+    rewrite: Optional[str] = None  # the chat model's rewrite, when one was kept
+    terms: list[str] = field(default_factory=list)  # the book's own terms chosen
+    candidates: list[tuple[str, str, float]] = field(default_factory=list)  # (term, source, similarity)
+    seconds: float = 0.0
+
+    @property
+    def shown(self) -> Optional[str]:
+        """The one line ask and summary record as their expanded query."""
+        return self.rewrite or (", ".join(self.terms) or None)
+
+
+@dataclass
+class SearchResult:
+    query: str
+    mode: str
+    hits: list[Hit]
+    expansion: Expansion = field(default_factory=Expansion)
+    timings: dict = field(default_factory=dict)  # seconds: expansion, retrieval
+    language: Optional[str] = None  # set (and no search run) when the query looks like another language

@@ -14,6 +14,7 @@ from ragcli.answer import prompt
 from ragcli.cli import app
 from ragcli.models.fake import FakeChatModel
 from ragcli.models.grammars import forced_text_grammar
+from ragcli.search.rewrite import clean_rewrite
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
@@ -57,9 +58,9 @@ def labels_in(text: str) -> set[str]:
 
 
 def test_labels_follow_rank_and_kind(conn, embedder):
-    from ragcli.search import legs as retrieve
+    from ragcli.search.pipeline import SearchOptions, search
 
-    hits = retrieve.search(conn, embedder, "saccular aneurysm figure", k=8).hits
+    hits = search(conn, embedder, "saccular aneurysm figure", SearchOptions(k=8)).hits
     sources = prompt.label_sources(hits)
     passages = [s.label for s in sources if s.hit.kind == "passage"]
     figures = [s.label for s in sources if s.hit.kind == "figure"]
@@ -109,10 +110,10 @@ def test_expansion_is_used_and_shown(conn, embedder):
 
 
 def test_bad_rewrite_cannot_push_out_the_original_hits(conn, embedder):
-    from ragcli.search import legs as retrieve
+    from ragcli.search.pipeline import SearchOptions, search
 
     question = "nimodipine dose for vasospasm"
-    plain = [h.passage_id for h in retrieve.search(conn, embedder, question, k=8).hits]
+    plain = [h.passage_id for h in search(conn, embedder, question, SearchOptions(k=8)).hits]
     model = FakeChatModel(["arteriovenous malformation embolization glue", "Nimodipine [S1]."])
     answer = ask.ask(conn, embedder, question, model, ask.AskOptions(k=8))
     got = [s.hit.passage_id for s in answer.sources]
@@ -121,7 +122,7 @@ def test_bad_rewrite_cannot_push_out_the_original_hits(conn, embedder):
 
 @pytest.mark.parametrize("junk", ["", "   ", "!!!! ??? 1234", "Question: " + "x" * 300])
 def test_junk_rewrites_fall_back_to_the_original(junk):
-    assert ask.clean_rewrite(junk, "what is a craniotomy?") is None
+    assert clean_rewrite(junk, "what is a craniotomy?") is None
 
 
 # What SmolLM2-135M-Instruct (a real model, bench/bench_rewrite.py) wrote instead of a rewrite.
@@ -131,20 +132,20 @@ def test_junk_rewrites_fall_back_to_the_original(junk):
     "The book's own terms are: \"Cerebral edema\" and \"Collapsed lung.",
 ])
 def test_small_model_replies_that_are_not_rewrites_are_dropped(reply):
-    assert ask.clean_rewrite(reply, "why does the brain swell after surgery?", ["Cerebral edema"]) is None
+    assert clean_rewrite(reply, "why does the brain swell after surgery?", ["Cerebral edema"]) is None
 
 
 def test_looping_rewrites_are_cut_to_their_first_round():
-    got = ask.clean_rewrite("cerebral edema, brain swelling, edema, edema, edema, edema",
+    got = clean_rewrite("cerebral edema, brain swelling, edema, edema, edema, edema",
                             "why does the brain swell?", ["cerebral edema"])
     assert got == "cerebral edema, brain swelling, edema"
-    got = ask.clean_rewrite("check for breathing after surgery check for breathing after surgery",
+    got = clean_rewrite("check for breathing after surgery check for breathing after surgery",
                             "is he breathing?", [])
     assert got == "check for breathing after surgery"
 
 
 def test_a_rewrite_in_the_books_terms_is_kept():
-    assert ask.clean_rewrite("craniotomy bone flap", "what happens after cutting the skull?",
+    assert clean_rewrite("craniotomy bone flap", "what happens after cutting the skull?",
                              ["craniotomy"]) == "craniotomy bone flap"
 
 
@@ -188,9 +189,9 @@ def test_question_in_another_language_is_flagged(conn, embedder):
 
 
 def test_prompt_fits_the_window_by_dropping_lowest_ranked(conn, embedder):
-    from ragcli.search import legs as retrieve
+    from ragcli.search.pipeline import SearchOptions, search
 
-    sources = prompt.label_sources(retrieve.search(conn, embedder, "cerebral edema", k=8).hits)
+    sources = prompt.label_sources(search(conn, embedder, "cerebral edema", SearchOptions(k=8)).hits)
     count = lambda text: len(text) // 4 + 1  # noqa: E731
     small = prompt.build("cerebral edema?", sources, count, budget=500)
     assert 0 < len(small.sources) < len(sources) and small.prompt_tokens <= 500
@@ -258,7 +259,7 @@ def test_cli_ask_model_errors_are_one_line(ask_db, tmp_path):
 def test_a_question_in_the_books_own_words_is_not_rewritten(conn, embedder):
     from ragcli.search import expansion as expand
 
-    term = expand.nearest_terms(conn, embedder, "cerebral edema")[0]  # a term of the sample book
+    term = expand.candidates(conn, embedder, "cerebral edema", None)[0][0]  # a term of the sample book
     model = FakeChatModel(["The answer [S1]."])  # one reply: the answer; a rewrite call would take it
     answer = ask.ask(conn, embedder, term, model, ask.AskOptions())
     assert len(model.calls) == 1 and answer.expanded_query != "The answer [S1]."
@@ -273,5 +274,5 @@ def test_a_rewrite_in_other_words_is_kept_when_its_meaning_is_close():
         return 0.1
 
     q = "did the bullet come out somewhere else?"
-    assert ask.clean_rewrite("entrance and exit wounds", q, [], close) == "entrance and exit wounds"
-    assert ask.clean_rewrite("entrance and exit wounds", q, [], far) is None
+    assert clean_rewrite("entrance and exit wounds", q, [], close) == "entrance and exit wounds"
+    assert clean_rewrite("entrance and exit wounds", q, [], far) is None

@@ -1,4 +1,5 @@
-"""Model-free expansion on the real sample book (real sqlite-vec, real embedding model).
+"""The search pipeline's expansion, feedback, re-rank and pins on the real sample book (real
+sqlite-vec, real embedding model).
 
 The regression test: expansion must not lower any exact-term question of the sample book's
 question set (tests/fixtures/sample_book_questions.jsonl) at hit@1 or hit@5.
@@ -11,7 +12,10 @@ import pytest
 
 from ragcli import evaluate
 from ragcli.search import expansion as expand
+from ragcli.search import legs
+from ragcli.search.feedback import feedback_words
 from ragcli.search.legs import Query
+from ragcli.search.pipeline import SearchOptions, search
 
 ROOT = Path(__file__).resolve().parents[1]
 PDF = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
@@ -36,25 +40,23 @@ def library(tmp_path_factory):
 
 
 def test_choose_keeps_terms_near_the_best_and_drops_the_question_itself():
-    opts = expand.ExpansionOptions(n_terms=3, min_similarity=0.35, relative=0.8)
+    opts = (3, 0.35, 0.8)  # n_terms, min_similarity, relative
     cands = [("Cerebral edema", "glossary", 0.60), ("Intracranial pressure", "glossary", 0.50),
              ("brain tissue", "frequent", 0.47), ("anterior cerebral", "frequent", 0.40)]
-    assert expand.choose(cands, "brain swelling", opts) == ["Cerebral edema", "Intracranial pressure"]
+    assert expand.choose(cands, "brain swelling", *opts) == ["Cerebral edema", "Intracranial pressure"]
     exact = [("Hypertonic Saline", "heading", 1.0), ("Osmotic Therapy", "heading", 0.6)]
-    assert expand.choose(exact, "hypertonic saline", opts) == []  # already the book's own words
-    assert expand.choose([("x y", "frequent", 0.2)], "q", opts) == []
-    assert expand.choose([], "q", opts) == []
+    assert expand.choose(exact, "hypertonic saline", *opts) == []  # already the book's own words
+    assert expand.choose([("x y", "frequent", 0.2)], "q", *opts) == []
+    assert expand.choose([], "q", *opts) == []
 
 
-def test_content_words_and_heading_query():
-    assert expand.content_words("How do I stop a nosebleed?") == ["stop", "nosebleed"]
-    assert expand.heading_query("the mannitol dose") == 'heading : ("mannitol" OR "dose")'
-    assert expand.heading_query("the of") == ""
+def nearest_terms(conn, embedder, question, book_ids=None, n=12):
+    return [t for t, _, _ in expand.candidates(conn, embedder, question, book_ids, n)]
 
 
 def test_nearest_terms_bridge_lay_words_to_the_books_terms(library):
     conn, embedder = library
-    terms = expand.nearest_terms(conn, embedder, "brain swelling after a head injury", ["sample"])
+    terms = nearest_terms(conn, embedder, "brain swelling after a head injury", ["sample"])
     assert 1 <= len(terms) <= 12
     assert "cerebral edema" in {t.lower() for t in terms}
 
@@ -64,36 +66,33 @@ def test_nearest_terms_are_scoped_to_the_books(library):
     own = {book: {t for (t,) in conn.execute("SELECT term FROM terms WHERE book_id = ?", (book,))}
            for book in ("tiny", "sample")}
     assert {"Frostbite", "Heatstroke"} <= own["tiny"]  # document titles are a BEIR book's headings
-    tiny = expand.nearest_terms(conn, embedder, "skin burning hot in the sun", ["tiny"], n=5)
+    tiny = nearest_terms(conn, embedder, "skin burning hot in the sun", ["tiny"], n=5)
     assert tiny and set(tiny) <= own["tiny"]
     assert tiny[0] in ("Heatstroke", "Heat exhaustion")
-    sample = expand.nearest_terms(conn, embedder, "skin burning hot in the sun", ["sample"], n=20)
+    sample = nearest_terms(conn, embedder, "skin burning hot in the sun", ["sample"], n=20)
     assert sample and set(sample) <= own["sample"]
 
 
 def test_expansion_queries_weigh_below_the_users_words(library):
     conn, embedder = library
-    extra, terms = expand.expansion_queries(conn, embedder, "brain swelling after a head injury", ["sample"])
+    opts = SearchOptions(mode="expanded", book_ids=["sample"])
+    _, terms, extra = expand.expand(conn, embedder, "brain swelling after a head injury", opts)
     assert terms and extra
     assert all(isinstance(q, Query) and 0 < q.weight < 1 for q in extra)
     assert extra[0].legs == ("lexical",) and terms[0] in extra[0].text
-    none_extra, none_terms = expand.expansion_queries(conn, embedder, "hypertonic saline", ["sample"])
+    _, none_terms, none_extra = expand.expand(conn, embedder, "hypertonic saline", opts)
     assert none_terms == [] and none_extra == []
 
 
 def test_expanded_search_reports_its_terms(library):
     conn, embedder = library
-    result = expand.search(conn, embedder, "brain swelling after a head injury", k=5, book_ids=["sample"])
-    assert result.expansions and len(result.hits) == 5
+    shown = []
+    result = search(conn, embedder, "brain swelling after a head injury",
+                    SearchOptions(mode="expanded", k=5, book_ids=["sample"]), on_expanded=shown.append)
+    assert result.expansion.terms and len(result.hits) == 5
+    assert shown == [result.expansion]  # shown before the legs run, the same one the result carries
     assert [h.rank for h in result.hits] == [1, 2, 3, 4, 5]
     assert any(10 <= h.page_start <= 12 for h in result.hits[:3])
-
-
-def test_options_prf_and_headings_run(library):
-    conn, embedder = library
-    opts = expand.ExpansionOptions(prf_passages=2, heading_weight=0.5, term_dense_weight=0.3)
-    result = expand.search(conn, embedder, "mannitol dose", k=5, book_ids=["sample"], options=opts)
-    assert result.hits and 12 in {h.page_start for h in result.hits[:2]}
 
 
 def test_expansion_never_lowers_exact_term_questions_of_the_sample_book(library):
@@ -114,52 +113,27 @@ def test_expansion_never_lowers_exact_term_questions_of_the_sample_book(library)
 def test_rerank_reorders_only_the_head_and_keeps_the_same_hits(library):
     conn, embedder = library
     q = "brain swelling after a head injury"
-    off = expand.search(conn, embedder, q, k=8, book_ids=["sample"],
-                        options=expand.ExpansionOptions(rerank_top=0))
-    on = expand.search(conn, embedder, q, k=8, book_ids=["sample"],
-                       options=expand.ExpansionOptions(rerank_top=5))
+    off = search(conn, embedder, q, SearchOptions(mode="expanded", k=8, book_ids=["sample"], rerank_top=0))
+    on = search(conn, embedder, q, SearchOptions(mode="expanded", k=8, book_ids=["sample"], rerank_top=5))
     ids = lambda r: [h.passage_id for h in r.hits]  # noqa: E731
     assert set(ids(on)[:5]) == set(ids(off)[:5]) and ids(on)[5:] == ids(off)[5:]
     assert [h.rank for h in on.hits] == list(range(1, 9))
 
 
 def test_feedback_keeps_the_questions_own_top_hits(library):
-    from ragcli.search import legs as retrieve
-
     conn, embedder = library
     q = "mannitol dose"
-    own = retrieve.search(conn, embedder, q, k=3, book_ids=["sample"])
-    fb = expand.search(conn, embedder, q, k=6, book_ids=["sample"],
-                       options=expand.ExpansionOptions(feedback=3, rerank_top=0))
+    own = search(conn, embedder, q, SearchOptions(k=3, book_ids=["sample"]))
+    fb = search(conn, embedder, q, SearchOptions(mode="feedback", k=6, book_ids=["sample"], feedback=3,
+                                                 lexical_feedback=0, window=20, rerank_top=0))
     assert {h.passage_id for h in own.hits} <= {h.passage_id for h in fb.hits}
     assert [h.rank for h in fb.hits] == list(range(1, 7))
 
 
-def test_keep_pinned_replaces_the_lowest_other_hits():
-    from ragcli.types import Hit
-
-    def hit(pid):
-        return Hit(passage_id=pid, kind="passage", book_id="b", book_title="B", section_path=[],
-                   page_start=1, page_end=1, page_label="1", text="t")
-
-    hits = [hit(i) for i in (1, 2, 3, 4, 5)]
-    out = expand.keep_pinned(hits, [hit(2), hit(9)], 4)
-    assert [h.passage_id for h in out] == [1, 2, 3, 9, 4, 5]
-    assert expand.keep_pinned(hits, [hit(1)], 4) == hits
-
-
-def test_group_by_page_gives_one_hit_per_page(library):
-    from ragcli.search import legs as retrieve
-
-    conn, embedder = library
-    result = retrieve.search(conn, embedder, "intracranial pressure", k=10, book_ids=["sample"],
-                             group_by="page")
-    pages = [h.page_start for h in result.hits]
-    assert len(pages) == len(set(pages)) and result.hits
-    from ragcli.errors import UsageError
-
-    with pytest.raises(UsageError):
-        retrieve.search(conn, embedder, "pressure", k=3, group_by="chapter")
+def test_pin_replaces_the_lowest_other_hits():
+    ids = [1, 2, 3, 4, 5]
+    assert legs.pin(ids, [2, 9], 4) == [1, 2, 3, 9, 4, 5]
+    assert legs.pin(ids, [1], 4) == ids
 
 
 def test_feedback_words_come_from_several_passages_and_skip_the_question(library):
@@ -167,35 +141,60 @@ def test_feedback_words_come_from_several_passages_and_skip_the_question(library
     texts = ["Mannitol lowers intracranial pressure by osmotic diuresis.",
              "Hypertonic saline also lowers intracranial pressure; osmotic therapy needs monitoring.",
              "Serum osmolality is checked during osmotic therapy with mannitol."]
-    words = expand.feedback_words(conn, "mannitol dose", texts, 5)
+    words = feedback_words(conn, "mannitol dose", texts, 5)
     assert words and "mannitol" not in words
     # every word comes from at least two of the three passages (one-passage words are noise)
     assert all(sum(w in t.lower() for t in texts) >= 2 for w in words)
-    assert expand.feedback_words(conn, "mannitol dose", [], 5) == []
+    assert feedback_words(conn, "mannitol dose", [], 5) == []
 
 
 def test_feedback_mode_adds_lexical_feedback_and_keeps_the_own_top_hits(library):
-    from ragcli.search import legs as retrieve
-
     conn, embedder = library
     q = "how is raised pressure inside the skull treated"
-    own = retrieve.search(conn, embedder, q, k=5, book_ids=["sample"], window=None)
-    fb = expand.search_mode(conn, embedder, q, "feedback", k=10, book_ids=["sample"])
+    own = search(conn, embedder, q, SearchOptions(k=5, book_ids=["sample"], window=None))
+    fb = search(conn, embedder, q, SearchOptions(mode="feedback", k=10, book_ids=["sample"]))
     assert len(fb.hits) == 10 and [h.rank for h in fb.hits] == list(range(1, 11))
     assert {h.passage_id for h in own.hits} <= {h.passage_id for h in fb.hits}
     with pytest.raises(Exception, match="unknown mode"):
-        expand.search_mode(conn, embedder, q, "fuzzy")
+        search(conn, embedder, q, SearchOptions(mode="fuzzy"))
 
 
 def test_fusion_window_ranks_deep_only_ids_after_the_window():
-    from ragcli.search import legs as retrieve
-
     lex = [1, 2, 3, 4, 5, 6]
     dense = [7, 8, 6, 5, 9, 10]
-    full = retrieve.rrf([(lex, 1.0), (dense, 1.0)])
+    full = legs.rrf([(lex, 1.0), (dense, 1.0)])
     assert max(full, key=full.get) in (5, 6)  # deep fusion: found by both legs, mediocre in each
-    windowed = retrieve.rrf([(lex, 1.0), (dense, 1.0)], window=2)
+    windowed = legs.rrf([(lex, 1.0), (dense, 1.0)], window=2)
     order = sorted(windowed, key=lambda pid: -windowed[pid])
     assert set(order[:4]) == {1, 2, 7, 8}  # the top 2 of each leg come first
     assert order[4:] == sorted(order[4:], key=lambda pid: -full[pid])  # the rest in full-fusion order
-    assert retrieve.rrf([(lex, 1.0)], window=None) == retrieve.rrf([(lex, 1.0)])
+    assert legs.rrf([(lex, 1.0)], window=None) == legs.rrf([(lex, 1.0)])
+
+
+def test_a_reranker_passed_in_reorders_only_the_head_in_any_mode(library):
+    class WorstFirst:  # a Reranker: one score per hit, higher is better
+        def scores(self, question, hits, terms=()):
+            return [float(h.rank) for h in hits]
+
+    conn, embedder = library
+    q = "mannitol dose"
+    ids = lambda r: [h.passage_id for h in r.hits]  # noqa: E731
+    plain = search(conn, embedder, q, SearchOptions(k=6, book_ids=["sample"]))
+    worst = search(conn, embedder, q, SearchOptions(k=6, book_ids=["sample"], rerank_top=4),
+                   reranker=WorstFirst())
+    assert ids(worst)[:4] == ids(plain)[:4][::-1] and ids(worst)[4:] == ids(plain)[4:]
+    assert [h.rank for h in worst.hits] == list(range(1, 7))
+
+
+def test_the_mode_decides_the_steps_and_the_fusion_window():
+    from ragcli.search.options import MODES, WINDOW, mode_for
+
+    assert MODES == ("lexical", "dense", "hybrid", "expanded", "feedback")
+    assert SearchOptions(mode="dense").legs == ("dense",) and SearchOptions().legs == ("lexical", "dense")
+    assert not SearchOptions().expands and SearchOptions(mode="expanded").expands
+    assert SearchOptions(mode="feedback").feeds_back and not SearchOptions(mode="expanded").feeds_back
+    assert SearchOptions(mode="expanded").fusion_window == WINDOW
+    assert SearchOptions(mode="feedback").fusion_window is None  # deep fusion, tuned on NFCorpus dev
+    assert SearchOptions(mode="feedback", window=30).fusion_window == 30
+    assert [mode_for(e, f) for e, f in ((True, False), (True, True), (False, True))] == \
+        ["expanded", "feedback", "hybrid"]

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from ragcli import ask
 from ragcli.answer import grounding
-from ragcli.search import legs as retrieve
+from ragcli.search.pipeline import SearchOptions, search
 from ragcli.cli import app
 from ragcli.models.fake import FakeChatModel
 from ragcli.models.grammars import forced_text_grammar
@@ -36,7 +36,7 @@ def corpus(tmp_path_factory):
 @pytest.fixture(scope="module")
 def nimodipine_sources(corpus):
     _, conn, embedder = corpus
-    hits = retrieve.search(conn, embedder, "nimodipine 60 mg every 4 hours for 21 days", k=4).hits
+    hits = search(conn, embedder, "nimodipine 60 mg every 4 hours for 21 days", SearchOptions(k=4)).hits
     sources = label_sources([h for h in hits if h.kind == "passage"])
     assert "21 days" in sources[0].hit.text
     return sources
@@ -69,7 +69,7 @@ def test_wrong_number_is_never_supported(corpus, nimodipine_sources):
 
 def test_valid_label_on_an_unrelated_sentence_is_flagged(corpus):
     _, conn, embedder = corpus
-    hits = retrieve.search(conn, embedder, "mannitol osmotic therapy dose", k=3).hits
+    hits = search(conn, embedder, "mannitol osmotic therapy dose", SearchOptions(k=3)).hits
     sources = label_sources([h for h in hits if h.kind == "passage"])
     got = levels("Saccular aneurysms are treated by endovascular coiling with platinum coils [S1].",
                  sources, embedder)

@@ -29,13 +29,13 @@ RANK = {"base": 0, "models": 1, "store": 1, "search": 2, "answer": 2, "ingest": 
 RENDER_MAY_IMPORT = {"render", "base"}
 
 # SQL outside store/: module -> who moves it.
-SQL_ELSEWHERE: dict[str, str] = {
-    "ragcli.search.expansion": "l-search (issue 15: store.book_terms / stored vectors)",
-    "ragcli.search.legs": "l-search (issue 15: group_keys goes with group_by)",
-}
+SQL_ELSEWHERE: dict[str, str] = {}
 # (importer, imported) -> who removes it. Modules are dotted names under ragcli.
 KNOWN: dict[tuple[str, str], str] = {
     ("ragcli.summary", "ragcli.ask"): "l-answer (issue 15: summary.py over search/ and answer/, not ask.py)",
+    # the rewrite prompt opens with answer/prompt's SYSTEM_PROMPT, the one system prompt of every call
+    # (llama.cpp reuses its KV cache for the answer); it moves when that prompt sits below both
+    ("ragcli.search.rewrite", "ragcli.answer.prompt"): "l-search / l-answer (issue 15)",
 }
 
 

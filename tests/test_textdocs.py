@@ -101,7 +101,7 @@ def test_discover_takes_corpus_jsonl_but_not_queries_or_notes(tmp_path):
 def test_ingest_beir_and_markdown_through_the_pipeline(tmp_path):
     from ragcli.store import db
     from ragcli.models import embed
-    from ragcli.search import legs as retrieve
+    from ragcli.search.pipeline import SearchOptions, search
     from ragcli.store import corpus as store
 
     conn = db.connect(tmp_path / "c.db")
@@ -112,7 +112,7 @@ def test_ingest_beir_and_markdown_through_the_pipeline(tmp_path):
     md.write_text("# Notes\n\n## Nosebleeds\n\nPinch the soft part of the nose and lean forward.\n")
     r2 = ingest.ingest_file(conn, md, embedder)
     assert r2.status == "added" and r2.book_id == "notes"
-    hits = retrieve.search(conn, embedder, "venomous snake bite", k=3, book_ids=["tiny"]).hits
+    hits = search(conn, embedder, "venomous snake bite", SearchOptions(k=3, book_ids=["tiny"])).hits
     assert hits[0].page_label == "d2" and hits[0].section_path == ["Snakebite"]
     assert store.counts(conn)["terms"] > 0  # titles are the vocabulary of a BEIR book
     again = ingest.ingest_file(conn, BEIR / "corpus.jsonl", embedder, book_id="tiny")

@@ -69,9 +69,10 @@ def ask(
     from ragcli.models.embed import MemoEmbedder
     from ragcli.render import data, terminal
     from ragcli.render.stream import AnswerStream
+    from ragcli.search.pipeline import check_scope
 
     conn = open_db(db, create=False)
-    core.retrieve.check_scope(conn, book)
+    check_scope(conn, book)  # before the model loads
     embedder = MemoEmbedder(embedder_for(conn, embed_model))  # answer and claims share sentence vectors
     chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
     opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,

@@ -30,14 +30,11 @@ def retrieval(
 ) -> None:
     """Score the corpus's retrieval against known answers, one column per mode."""
     from ragcli import evaluate
-    from ragcli.errors import UsageError
     from ragcli.render.data import eval_data, print_json
     from ragcli.render.terminal import eval_table
+    from ragcli.search.options import MODES, check_mode
 
-    modes = list(dict.fromkeys(mode or evaluate.DEFAULT_MODES))
-    for m in modes:
-        if m not in evaluate.MODES:
-            raise UsageError(f"unknown mode '{m}' (choose from {', '.join(evaluate.MODES)})")
+    modes = [check_mode(m) for m in dict.fromkeys(mode or MODES)]
     conn = open_db(db, create=False)
     qs = evaluate.load_queries(path_arg(queries), path_arg(qrels) if qrels else None)
     embedder = embedder_for(conn, embed_model) if modes != ["lexical"] else None

@@ -1,11 +1,10 @@
 """search: hybrid retrieval, no model needed."""
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from ragcli.errors import UsageError
 from ragcli.cli.common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db
 
 
@@ -22,17 +21,15 @@ def search(
     embed_model: EmbedOpt = None,
 ) -> None:
     """Find passages and figures by meaning and by word."""
-    from ragcli.search import expansion as expand
-    from ragcli.search import legs as retrieve
     from ragcli.render.data import hits_data, print_json
     from ragcli.render.terminal import hits_table
+    from ragcli.search.pipeline import SearchOptions, check_scope, search as run_search
 
-    if mode not in expand.MODES:
-        raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(expand.MODES)})")
+    opts = SearchOptions(mode=mode, k=k, book_ids=book)
     conn = open_db(db, create=False)
-    retrieve.check_scope(conn, book)
+    check_scope(conn, book)  # before the embedding model loads
     embedder = embedder_for(conn, embed_model) if mode != "lexical" else None
-    result = expand.search_mode(conn, embedder, query, mode, k=k, book_ids=book)
+    result = run_search(conn, embedder, query, opts)
     if json_out:
         print_json(hits_data(result.hits))
     elif not result.hits:

@@ -38,15 +38,15 @@ def summary_new(
     db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
 ) -> None:
     """Generate a summary of TOPIC from the books and save it as the topic's next number."""
-    from ragcli.search import legs as retrieve
     from ragcli import summary as core
     from ragcli.render.data import print_json, summary_data
     from ragcli.render.stream import AnswerStream
     from ragcli.render.terminal import print_summary
+    from ragcli.search.pipeline import check_scope
 
     core.normalise_topic(topic)  # an empty topic fails before any model is loaded
     conn = open_db(db, create=False)
-    retrieve.check_scope(conn, book)
+    check_scope(conn, book)  # before the model loads
     embedder = embedder_for(conn, embed_model)
     chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
     opts = core.SummaryOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,

@@ -217,6 +217,12 @@ def terms_by_ids(conn, ids: Sequence[int]) -> dict[int, tuple[str, str, float, s
     return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
 
+def book_terms(conn, book_ids: Optional[Sequence[str]] = None) -> list[tuple[int, str, str]]:
+    """(id, term, source) of every term of the books (all books when None), in stored order."""
+    where, args = in_filter("book_id", book_ids, prefix=" WHERE ")
+    return [tuple(r) for r in conn.execute(f"SELECT id, term, source FROM terms{where}", args)]
+
+
 def page_labels(conn, book_id: str) -> dict[int, str]:
     return dict(conn.execute("SELECT number, label FROM pages WHERE book_id = ?", (book_id,)).fetchall())
 

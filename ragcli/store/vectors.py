@@ -184,6 +184,16 @@ def create_tables(conn, dim: int) -> None:
     )
 
 
+def stored_vectors(conn, table: str, ids: Sequence[int]) -> dict[int, np.ndarray]:
+    """Row id -> its stored (L2-normalised) float32 vector, from passage_vec or term_vec."""
+    if table not in ("passage_vec", "term_vec"):
+        raise ValueError(f"no vector table {table!r}")
+    import numpy as np
+
+    rows = select_in(conn, f"SELECT rowid, embedding FROM {table} WHERE rowid IN {{in}}", ids)
+    return {rowid: np.frombuffer(blob, dtype=np.float32) for rowid, blob in rows}
+
+
 def has_vectors(conn) -> bool:
     return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'passage_vec'").fetchone())
 

@@ -1,0 +1,84 @@
+"""The model rewrite of a question into the book's vocabulary, and the filter that keeps only real
+rewrites (small models answer or echo the prompt instead; bench/bench_rewrite.py)."""
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional, Sequence
+
+from ragcli.store import corpus as store
+from ragcli.text import content_words, stem
+
+# A rewrite sharing no word with the question or the book terms must be this close to the question
+# (MiniLM cosine): good bridges measured 0.27-0.55 ("entrance and exit wounds" for "did the bullet
+# come out somewhere else"), small-model answers and echoes 0.02-0.20.
+REWRITE_MIN_SIMILARITY = 0.2
+
+
+def rewrite(conn, embedder, model, question: str, terms: list[str], book_ids) -> Optional[str]:
+    """One line from the chat model, kept only if `clean_rewrite` accepts it; never raises."""
+    from ragcli.answer import prompt
+    from ragcli.models.chat import OneLine
+
+    titles = [b.title for b in store.list_books(conn, book_ids)]
+    messages = prompt.rewrite_messages(question, titles, terms)
+    try:
+        text = model.chat(messages, max_tokens=48, constraint=OneLine(160), temperature=0.0)
+    except Exception:  # a failed rewrite must never fail the question
+        return None
+
+    def similarity(a: str, b: str) -> float:
+        va, vb = embedder.embed([a, b])
+        return float(va @ vb)
+
+    return clean_rewrite(str(text), question, terms, similarity)
+
+
+def clean_rewrite(text: str, question: str, terms: Sequence[str] = (),
+                  similarity: Optional[Callable[[str, str], float]] = None) -> Optional[str]:
+    """Keep a rewrite only if it looks like a short search in words that is about the question (it
+    shares a word with the question or the book terms offered, or its meaning is close enough to
+    the question's) and does not copy the instructions; else fall back to the original (None)."""
+    from ragcli.answer import prompt
+
+    text = " ".join(text.replace("\n", " ").split()).strip(" \"'`")
+    text = re.sub(r"^(rewritten question|question)\s*:\s*", "", text, flags=re.I)
+    text = _without_repeats(text)
+    words = re.findall(r"[A-Za-z]{3,}", text)
+    if len(words) < 2 or len(text) > 200 or text.lower() == question.lower().strip():
+        return None
+    if sum(len(w) for w in words) < 0.5 * len(text.replace(" ", "")):
+        return None  # mostly symbols or digits: junk
+    if _shares_run(text, prompt.instruction_words(), 4):
+        return None  # echoes the prompt
+    about = {stem(w) for w in content_words(" ".join([question, *terms]))}
+    if not about & {stem(w) for w in content_words(text)} and (
+            similarity is None or similarity(question, text) < REWRITE_MIN_SIMILARITY):
+        return None  # about something else (often an answer, not a search)
+    return text
+
+
+def _without_repeats(text: str) -> str:
+    """Small models loop ("eyes, eyes, eyes", a clause three times): keep each comma-separated part
+    once, and cut the text where a run of three words comes back."""
+    parts, seen = [], set()
+    for part in re.split(r"\s*[,;]\s*", text):
+        key = part.lower().strip(" .")
+        if key and key not in seen:
+            seen.add(key)
+            parts.append(part.strip())
+    words = ", ".join(parts).split()
+    runs: set[tuple[str, ...]] = set()
+    for i in range(len(words) - 2):
+        run = tuple(w.lower().strip(",.;") for w in words[i:i + 3])
+        if run in runs:
+            return " ".join(words[:i]).rstrip(",;")
+        runs.add(run)
+    return " ".join(words)
+
+
+def _shares_run(text: str, source: str, n: int) -> bool:
+    """Do `text` and `source` share a run of n words (case and punctuation ignored)?"""
+    def runs(s: str) -> set[tuple[str, ...]]:
+        w = re.findall(r"[a-z0-9']+", s.lower())
+        return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
+    return bool(runs(text) & runs(source))
