@@ -94,6 +94,7 @@ class FaultServer:
         self.reply = "Apply firm pressure to the wound [S1]."
         self.rerank_scores: dict[str, float] = {}
         self.slow_seconds = 3.0
+        self.timings = {"cache_n": 40, "prompt_n": 12, "predicted_n": 7}
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         outer = self
@@ -153,7 +154,8 @@ class FaultServer:
                     self.connection.shutdown(socket.SHUT_RDWR)  # no last chunk: the stream is cut
                     return
                 self._event({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
-                             "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                             "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                             "timings": outer.timings})  # as llama-server reports them
                 self._chunk(b"data: [DONE]\n\n")
                 self._chunk(b"")
 

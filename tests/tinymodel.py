@@ -132,13 +132,18 @@ def write_tiny_gguf(path: str | Path, seed: int = 0,
     writer.add_add_bos_token(False)
     if chat_template is not None:
         writer.add_chat_template(chat_template)
-    for name, data in _tensors(len(tokens), np.random.default_rng(seed)).items():
+    save(writer, _tensors(len(tokens), np.random.default_rng(seed)))
+    return path
+
+
+def save(writer, tensors: dict) -> None:
+    """Add the tensors and write the file (header, metadata, weights)."""
+    for name, data in tensors.items():
         writer.add_tensor(name, data)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return path
 
 
 if __name__ == "__main__":  # python tests/tinymodel.py out.gguf

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tinymodel import save
+
 N_EMBD = 32
 N_HEAD = 2
 N_LAYER = 1
@@ -87,12 +89,7 @@ def write_tiny_reranker(path: str | Path, seed: int = 0) -> Path:
             p + "ffn_down.weight": w(N_EMBD, N_FF), p + "ffn_down.bias": zeros(N_EMBD),
             p + "layer_output_norm.weight": ones(N_EMBD), p + "layer_output_norm.bias": zeros(N_EMBD),
         })
-    for name, data in tensors.items():
-        writer.add_tensor(name, data)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    save(writer, tensors)
     return path
 
 
