@@ -52,7 +52,9 @@ def main() -> int:
     reranker = load_reranker(args.rerank, chat, batch=args.batch)
     cache_path = args.cache or args.db.with_suffix(f".rerank-{Path(args.rerank).stem}.json")
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
-    search = evaluate.searcher(conn, embedder, "expanded", depth=args.depth)
+    from ragcli.search.pipeline import SearchOptions
+
+    search = evaluate.searcher(conn, embedder, SearchOptions(mode="expanded", k=args.depth, depth=args.depth))
     variants: dict[str, list[dict]] = {}
     seconds = []
     for n, q in enumerate(queries, 1):
