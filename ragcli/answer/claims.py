@@ -3,7 +3,9 @@
 Sentence boundaries come from `text.segment` (pysbd with abbreviation fixes). A thin layer fixes what
 it leaves for ragcli's answers:
 
-* citation marks after the full stop ("... end. [S1] Next.") belong to the sentence before them;
+* citation marks after the full stop ("... end. [S1] Next.") belong to the sentence before them, unless
+  the answer puts its labels before its sentences ("[S1] Apply pressure. [S2] Elevate the leg.": it
+  opens with a mark and no sentence ends with one), as small models sometimes do;
 * list markers ("1. ", "- ", "• ") are not part of a claim.
 """
 from __future__ import annotations
@@ -48,9 +50,20 @@ def _attach_orphans(parts: list[str]) -> list[str]:
     return out
 
 
+def labels_lead(parts: list[str]) -> bool:
+    """Does the answer put its labels before its sentences? It opens with a mark and no sentence
+    ends with one."""
+    parts = [LIST_MARKER.sub("", p).strip() for p in parts if p.strip()]
+    ending = [p for p in parts if re.search(rf"{_MARKS}[.!?]?\s*$", p)]
+    return bool(parts) and bool(_LEADING_MARKS.match(parts[0])) and not ending
+
+
 def split_claims(text: str) -> list[str]:
-    """Sentences of an answer, each with the citation marks that follow it; list markers removed."""
-    parts = _move_leading_marks(segment(text))
+    """Sentences of an answer, each with its citation marks (those that follow it, or those before it
+    when the answer puts labels first); list markers removed."""
+    parts = segment(text)
+    if not labels_lead(parts):
+        parts = _move_leading_marks(parts)
     parts = [LIST_MARKER.sub("", p).strip() for p in parts]
     return [p for p in _attach_orphans([p for p in parts if p]) if p]
 

@@ -1,0 +1,115 @@
+"""Prompt variants measured by bench/bench_answers.py --variant NAME (issue 16).
+
+Each variant replaces `ragcli.answer.prompt.build` (the one place ask's answer prompt is made) for the
+run, so the rest of `ask` (retrieval, streaming citation filter, claim support) is ragcli's own. The
+figures of every variant are in docs/benchmarks-answers.md; the chosen one is ragcli's prompt.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+# A system prompt for the answer task alone (the shared one serves five tasks).
+ANSWER_SYSTEM = """You answer questions from numbered passages of the user's books.
+Write 2 to 4 short sentences that answer the question with what the passages say: the steps to take, \
+the signs, the facts, in the passages' own words.
+End every sentence with the label of the passage it comes from, like [S2].
+Only if no passage says anything about what was asked, write: The passages do not say."""
+
+ANSWER_SYSTEM_STRICT = ANSWER_SYSTEM.replace(
+    "Only if no passage says anything about what was asked, write: The passages do not say.",
+    "Never add facts, numbers or doses that are not in the passages. If the passages do not give what "
+    "was asked, write: The passages do not say.")
+
+EXAMPLE_USER = """Passages:
+
+[S1] Brakes, p. 12
+If the brakes squeal, clean the rims with rubbing alcohol. Check the brake pads for wear and replace \
+pads worn to the groove.
+
+[S2] Tyres, p. 20
+Pump the tyres to the pressure printed on the sidewall.
+
+Question: my bike squeaks every time I stop, what should I do?"""
+EXAMPLE_ANSWER = ("Clean the rims with rubbing alcohol [S1]. Then check the brake pads and replace them if "
+                  "they are worn down to the groove [S1].")
+TASK = "Answer in 2 to 4 sentences, each ending with its label."
+
+
+@dataclass
+class Variant:
+    system: Optional[str] = ANSWER_SYSTEM
+    passages: int = 10  # at most this many (rank order)
+    example: bool = False
+    short_headers: bool = True
+    task: str = TASK
+    temperature: Optional[float] = None  # None: ragcli's default (0.2)
+
+
+VARIANTS = {
+    "task-system": Variant(),
+    "task-system-6": Variant(passages=6),
+    "task-system-4": Variant(passages=4),
+    "task-system-6-example": Variant(passages=6, example=True),
+    "task-system-4-example": Variant(passages=4, example=True),
+    "strict-6": Variant(system=ANSWER_SYSTEM_STRICT, passages=6),
+    "strict-6-example": Variant(system=ANSWER_SYSTEM_STRICT, passages=6, example=True),
+    "task-system-6-t0": Variant(passages=6, temperature=0.0),
+    "no-system-6": Variant(system=None, passages=6,
+                           task=TASK + " If the passages do not say, write: The passages do not say."),
+}
+
+
+def header(source) -> str:
+    h = source.hit
+    if h.kind == "figure":
+        return f"[{source.label}] Figure {h.figure_number}, p. {h.page_label}"
+    section = h.section_path[-1] if h.section_path else h.book_title
+    return f"[{source.label}] {section}, p. {h.page_label}"
+
+
+def messages(v: Variant, question: str, blocks: list[str]) -> list[dict]:
+    out = [{"role": "system", "content": v.system}] if v.system else []
+    if v.example:
+        out += [{"role": "user", "content": EXAMPLE_USER + "\n\n" + v.task},
+                {"role": "assistant", "content": EXAMPLE_ANSWER}]
+    context = "\n\n".join(blocks)
+    return out + [{"role": "user", "content": f"Passages:\n\n{context}\n\nQuestion: {question}\n\n{v.task}"}]
+
+
+def make_build(v: Variant):
+    from ragcli.answer import prompt
+
+    def block(source) -> str:
+        if not v.short_headers:
+            return prompt.source_block(source)
+        text = source.hit.text
+        return f"{header(source)}\n{text}"
+
+    def build(question, sources, count_tokens, budget, instruction=prompt.ANSWER_INSTRUCTION):
+        if instruction != prompt.ANSWER_INSTRUCTION:  # summaries keep ragcli's prompt
+            return original(question, sources, count_tokens, budget, instruction=instruction)
+        kept = list(sources)[: v.passages]
+        while True:
+            msgs = messages(v, question, [block(s) for s in kept])
+            total = sum(count_tokens(m["content"]) + 8 for m in msgs)
+            if total <= budget or len(kept) <= 1:
+                break
+            kept.pop()
+        return prompt.Prompt(msgs, kept, list(sources)[len(kept):], [], total)
+
+    original = prompt.build
+    return build
+
+
+def apply(name: str) -> Variant:
+    """Install the variant for this process."""
+    from ragcli.answer import prompt
+
+    v = VARIANTS[name]
+    prompt.build = make_build(v)
+    return v
+
+
+def with_passages(name: str, n: int) -> Variant:
+    return replace(VARIANTS[name], passages=n)

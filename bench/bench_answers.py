@@ -1,0 +1,236 @@
+"""Answer quality of `ask` on FM 4-25.11: does it answer what the book answers, with the book's key
+facts, cite validly, and refuse what the book does not say? With a plain-RAG baseline beside it.
+
+    python bench/bench_answers.py --db FM.db [--model F.gguf] [--baseline] [--limit N] [--ids a,b]
+        [--set answerable|unanswerable] [--variant NAME] [--out records.jsonl] [--threads 2]
+
+Without --model, `ask` answers extractively (no baseline then). With --baseline, the same model also
+answers from the plain-RAG prompt of issue 16 (the top 6 passages of ragcli's own retrieval, then the
+question, then "answer in 2-4 sentences, end each sentence with its label"), in the same run, question
+by question, so load and model are the same for both.
+
+Per answer: answered or refused (ragcli: its status; baseline: ragcli.answer.refusal), the key phrases
+present (normalised: case, punctuation, number words, plural/-ed/-ing), every claim's support level
+(ragcli.answer.grounding, the same scorer for both), invalid citations (bench/ask_grounding.py's check),
+prompt tokens. Prints the summary table and the bars of issue 16.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+ANSWERS = ROOT / "bench" / "fm4-25-11-answers.jsonl"
+REFUSED = ("no_answer", "no_context")
+NUMBER_WORDS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+                "eight": "8", "nine": "9", "ten": "10", "twenty": "20", "thirty": "30", "sixty": "60"}
+BASELINE_PASSAGES = 6
+
+
+# ------------------------------------------------------------------------------------- key phrases
+def _stem(word: str) -> str:
+    word = NUMBER_WORDS.get(word, word)
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def normalise(text: str) -> str:
+    text = re.sub(r"\[[A-Za-z]?\s*\d+\]", " ", text.lower().replace("’", "'"))
+    text = re.sub(r"(\d)\s*-\s*(\d)", r"\1 to \2", text)
+    return " " + " ".join(_stem(w) for w in re.findall(r"[a-z0-9]+", text)) + " "
+
+
+def phrase_hits(answer: str, phrases: list[str]) -> list[str]:
+    """The key phrases (each may list alternatives as "a|b") found in the answer."""
+    text = normalise(answer)
+    return [p for p in phrases if any(normalise(alt) in text for alt in p.split("|"))]
+
+
+# ------------------------------------------------------------------------------------- baseline
+def baseline_messages(question: str, sources) -> list[dict]:
+    """Issue 16's plain prompt: passages, then the question, then the task; no system prompt."""
+    blocks = "\n\n".join(f"[{s.label}] {s.hit.text}" for s in sources)
+    return [{"role": "user", "content": (
+        f"Passages:\n{blocks}\n\nQuestion: {question}\n\n"
+        "Answer the question from the passages in 2-4 sentences. End each sentence with the label of "
+        "the passage it comes from, e.g. [S1].")}]
+
+
+def run_baseline(model, embedder, question: str, answer, max_tokens: int) -> dict:
+    from ragcli.answer import citations, grounding, prompt, refusal
+    from ragcli.types import Answer
+
+    passages = [s for s in answer.sources if s.hit.kind == "passage"][:BASELINE_PASSAGES]
+    sources = prompt.label_sources([s.hit for s in passages])
+    messages = baseline_messages(question, sources)
+    t = time.perf_counter()
+    text = str(model.chat(messages, max_tokens=max_tokens))
+    seconds = time.perf_counter() - t
+    checked = citations.validate(text, {s.label for s in sources}, *prompt.reference_maps(sources))
+    status = "no_answer" if refusal.is_refusal(checked.text) else "answered"
+    base = Answer(question, None, checked.text, status, checked.citations, checked.removed, sources)
+    base.claims = grounding.score(checked.text, sources, embedder) if status == "answered" else []
+    return _record(base, seconds, dict(model.stats))
+
+
+# ------------------------------------------------------------------------------------- ragcli
+def run_ragcli(conn, embedder, model, question: str, opts) -> tuple[object, dict]:
+    from ragcli import ask
+    from ragcli.answer import grounding
+
+    t = time.perf_counter()
+    answer = ask.ask(conn, embedder, question, model, opts)
+    if answer.answer and not answer.claims and answer.status in ("answered", "extractive"):
+        grounding.assess(answer, embedder)
+    seconds = time.perf_counter() - t
+    return answer, _record(answer, seconds, answer.timings)
+
+
+def _record(answer, seconds: float, stats: dict) -> dict:
+    from ask_grounding import invalid_marks
+    from ragcli.answer import refusal
+
+    labels = {s.label for s in answer.sources}
+    bad = invalid_marks(answer.answer, labels) + [c for c in answer.citations if c not in labels]
+    return {
+        "status": answer.status, "answer": answer.answer, "citations": list(answer.citations),
+        "invalid": bad, "removed": len(answer.removed_citations),
+        "claims": [c.support for c in answer.claims or []],
+        "refusal_text": bool(answer.answer) and refusal.is_refusal(answer.answer),
+        "attempts": getattr(answer, "attempts", None),
+        "reason": getattr(answer, "notice", None),
+        "prompt_tokens": stats.get("prompt_tokens"), "seconds": round(seconds, 2),
+    }
+
+
+# ------------------------------------------------------------------------------------- summary
+def summarise(records: list[dict], system: str) -> dict:
+    rows = [r for r in records if system in r]
+    ans = [r for r in rows if r["answerable"]]
+    una = [r for r in rows if not r["answerable"]]
+
+    def answered(r):
+        return r[system]["status"] in ("answered", "extractive")
+
+    claims = [lv for r in ans if answered(r) for lv in r[system]["claims"] if lv != "not_factual"]
+    tokens = [r[system]["prompt_tokens"] for r in rows if r[system].get("prompt_tokens")]
+    return {
+        "answerable": len(ans),
+        "answered": _rate(sum(answered(r) for r in ans), len(ans)),
+        "key_phrase": _rate(sum(bool(r[system]["key_hits"]) for r in ans), len(ans)),
+        "key_phrases_found": _rate(sum(len(r[system]["key_hits"]) for r in ans),
+                                   sum(len(r["key_phrases"]) for r in ans)),
+        "claims": len(claims),
+        "claims_supported": _rate(claims.count("supported"), len(claims)),
+        "claims_weak": _rate(claims.count("weak"), len(claims)),
+        "unanswerable": len(una),
+        "refused": _rate(sum(r[system]["status"] in REFUSED for r in una), len(una)),
+        "no_answer_on_answerable": sum(r[system]["status"] in REFUSED for r in ans),
+        "invalid_citations": sum(len(r[system]["invalid"]) for r in rows),
+        "refusal_shown_as_answer": sum(r[system]["refusal_text"] and answered(r) for r in rows),
+        "median_prompt_tokens": statistics.median(tokens) if tokens else None,
+        "median_seconds": statistics.median(r[system]["seconds"] for r in rows) if rows else None,
+        "second_chances": sum((r[system].get("attempts") or 1) > 1 for r in rows),
+    }
+
+
+def _rate(n: int, d: int) -> float:
+    return round(n / d, 3) if d else 0.0
+
+
+def print_table(summaries: dict[str, dict], label: str) -> None:
+    keys = list(next(iter(summaries.values())).keys())
+    print(f"\n{label}\n")
+    print("| figure | " + " | ".join(summaries) + " |")
+    print("|---|" + "---|" * len(summaries))
+    for k in keys:
+        print(f"| {k} | " + " | ".join(str(s[k]) for s in summaries.values()) + " |")
+
+
+# ------------------------------------------------------------------------------------- main
+def load_questions(args) -> list[dict]:
+    rows = [json.loads(line) for line in open(args.answers, encoding="utf-8") if line.strip()]
+    if args.set:
+        rows = [r for r in rows if r["answerable"] == (args.set == "answerable")]
+    if args.ids:
+        wanted = set(args.ids.split(","))
+        rows = [r for r in rows if r["id"] in wanted]
+    if args.every > 1:
+        rows = rows[:: args.every]
+    return rows[: args.limit] if args.limit else rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--db", required=True)
+    ap.add_argument("--answers", default=str(ANSWERS))
+    ap.add_argument("--model")
+    ap.add_argument("--baseline", action="store_true", help="also the plain-RAG prompt, same model")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--ctx", type=int, default=4096)
+    ap.add_argument("--temperature", type=float, default=0.2, help="ragcli's default")
+    ap.add_argument("--max-tokens", type=int, default=200)
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--every", type=int, default=1, help="every n-th question (a spread-out subset)")
+    ap.add_argument("--ids")
+    ap.add_argument("--set", choices=("answerable", "unanswerable"))
+    ap.add_argument("--variant", help="prompt variant (bench/answer_variants.py) instead of ragcli's own")
+    ap.add_argument("--no-expand", action="store_true")
+    ap.add_argument("--out", help="write one JSON record per question here")
+    ap.add_argument("--label", default="")
+    args = ap.parse_args()
+
+    from ragcli import ask
+    from ragcli.models import embed
+    from ragcli.models.factory import load_model
+    from ragcli.store import db
+
+    conn = db.connect(Path(args.db), create=False)
+    embedder = embed.get_embedder()
+    model = None
+    if args.model:
+        model = load_model(args.model, n_ctx=args.ctx, threads=args.threads, seed=0,
+                               temperature=args.temperature)
+    if args.variant:
+        import answer_variants
+
+        answer_variants.apply(args.variant)
+    opts = ask.AskOptions(max_tokens=args.max_tokens, expand=not args.no_expand)
+    out = open(args.out, "w", encoding="utf-8") if args.out else None
+    records = []
+    for q in load_questions(args):
+        memo = embed.MemoEmbedder(embedder)
+        answer, rec = run_ragcli(conn, memo, model, q["question"], opts)
+        row = {"id": q["id"], "question": q["question"], "answerable": q["answerable"],
+               "key_phrases": q.get("key_phrases", []), "ragcli": rec}
+        rec["key_hits"] = phrase_hits(rec["answer"], row["key_phrases"]) if rec["status"] not in REFUSED else []
+        if args.baseline and model is not None:
+            b = run_baseline(model, memo, q["question"], answer, args.max_tokens)
+            b["key_hits"] = phrase_hits(b["answer"], row["key_phrases"]) if b["status"] not in REFUSED else []
+            row["baseline"] = b
+        records.append(row)
+        if out:
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+        brief = " | ".join(f"{s}: {row[s]['status']} {len(row[s]['key_hits'])}/{len(row['key_phrases'])} "
+                           f"{row[s]['prompt_tokens']}t {row[s]['seconds']}s"
+                           for s in ("ragcli", "baseline") if s in row)
+        print(f"{q['id']}: {brief}", file=sys.stderr, flush=True)
+    systems = {s: summarise(records, s) for s in ("ragcli", "baseline") if any(s in r for r in records)}
+    what = Path(args.model).name if args.model else "extractive (no model)"
+    print_table(systems, f"{args.label or what}, {len(records)} questions, variant {args.variant or 'ragcli'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

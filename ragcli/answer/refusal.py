@@ -1,0 +1,141 @@
+"""Is an answer (or one of its sentences) a refusal, in whatever words the model chose?
+
+Small instruct models refuse in many wordings ("The provided passages do not answer this.", "The
+context does not mention ...", "I'm sorry, but I cannot ...", "There is no information about ...").
+A refusal is a status (`no_answer`), never an answer with a support table, so ask and summary check
+every reply with `is_refusal` / `refusal_sentences`.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+_SUBJECT = (r"(?:the |these |those |this |given |provided |above |supplied |available |retrieved |"
+            r"cited |following )*(?:passages?|context|sources?|texts?|excerpts?|documents?|information|"
+            r"books?|manual|materials?|references?|labels?|s\d+|\[s\d+\])")
+_VERB = (r"(?:answer|mention|contain|provide|include|specify|state|say|address|cover|discuss|describe|"
+         r"give|list|offer|explain|detail|tell|indicate|have|hold|talk about|refer to|deal with|"
+         r"recommend|suggest)")
+_NEG = r"(?:do not|does not|did not|don't|doesn't|didn't|cannot|can't|can not|fail to|fails to|no(?:where)?)"
+
+_PATTERNS = [
+    rf"\b{_SUBJECT}\s+(?:\w+\s+)?{_NEG}\s+(?:\w+\s+)?{_VERB}",  # the passages do not (directly) mention
+    rf"\b{_SUBJECT}\s+(?:is|are)\s+(?:silent|insufficient|not (?:sufficient|enough|relevant|clear))",
+    rf"\bnot\s+(?:\w+\s+)?(?:mentioned|provided|specified|stated|given|covered|discussed|addressed|"
+    rf"found|included|described|listed|available|answered)\s+(?:\w+\s+){{0,2}}(?:in|by|within)\s+{_SUBJECT}",
+    r"\b(?:there is|there's|there are|i (?:found|see|have)|with)\s+no\s+(?:\w+\s+){0,3}"
+    r"(?:information|mention|details?|data|answer|evidence|instructions?|guidance|passages?|reference)",
+    r"\bno\s+(?:specific\s+|relevant\s+|such\s+|direct\s+|further\s+)?(?:information|mention|details?|answer)"
+    r"\s+(?:is|was|are|were|about|on|regarding|for|of|in)\b",
+    r"\bi\s+(?:do not|don't|cannot|can't|can not|am unable to|am not able to|could not|couldn't)\s+"
+    r"(?:\w+\s+)?(?:answer|find|know|provide|determine|say|help|locate|see|give|tell)",
+    r"\b(?:unable|not able)\s+to\s+(?:\w+\s+)?(?:answer|find|determine|provide|locate)",
+    r"\b(?:cannot|can't|can not|could not)\s+be\s+(?:\w+\s+)?(?:answered|determined|found|provided|"
+    r"inferred|derived)",
+    r"\b(?:insufficient|not enough|no sufficient)\s+(?:\w+\s+)?(?:information|context|data|detail)",
+    r"^\s*(?:i'?m sorry|i am sorry|sorry|unfortunately|apologies)\b",
+    r"\bbeyond the scope of\b",
+    r"\boutside (?:the )?(?:scope|context) of\b",
+    r"^\s*(?:no answer|not answered|unknown|n/?a)\W*$",
+]
+_REFUSAL = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.I)
+_MARKS = re.compile(r"\[[A-Za-z]?\s*\d+(?:\s*[-–,;]\s*[A-Za-z]?\s*\d+)*\]")
+
+
+def _clean(text: str) -> str:
+    return " ".join(_MARKS.sub(" ", text).replace("’", "'").split())
+
+
+def is_refusal_sentence(sentence: str) -> bool:
+    """Does this sentence say that the sources do not answer (or that the model cannot)?"""
+    return bool(_REFUSAL.search(_clean(sentence)))
+
+
+def refusal_sentences(sentences: list[str]) -> list[int]:
+    """Indexes of the sentences that refuse."""
+    return [i for i, s in enumerate(sentences) if is_refusal_sentence(s)]
+
+
+def is_refusal(text: str) -> bool:
+    """The whole answer refuses: it is empty, or it opens with a refusal and nothing after it reads
+    as a statement of the book (only caveats, advice to see a doctor, or more refusals)."""
+    from ragcli.answer.claims import split_claims
+
+    sentences = [s for s in split_claims(text) if _clean(s)]
+    if not sentences:
+        return True
+    refusing = refusal_sentences(sentences)
+    if not refusing:
+        return False
+    rest = [s for i, s in enumerate(sentences) if i not in refusing]
+    return refusing[0] == 0 and all(not _MARKS.search(s) for s in rest)
+
+
+# ------------------------------------------------------------------------------ unbacked answers
+def missing_terms(question: str, sources) -> list[str]:
+    """The question's content words that occur in none of the passages (by stem): "morphine" in a
+    manual that never names it. Lay words the book does not use are missing too, so a missing term
+    only counts against a claim that repeats it (see `unbacked_reason`)."""
+    from ragcli.text import content_words, stem
+
+    text = " ".join(s.hit.text for s in sources).lower()
+    present = {stem(w) for w in content_words(text)}
+    out: list[str] = []
+    for w in content_words(question):
+        if stem(w) not in present and w not in out and len(w) > 3:
+            out.append(w)
+    return out
+
+
+def _foreign_numbers(claim: str, sources) -> list[str]:
+    """Numbers (with their units) of the claim that no passage has: a dose from memory."""
+    from ragcli.answer.support import missing_numbers
+
+    text = " ".join(s.hit.text for s in sources)
+    return [f"{v:g}{' ' + u if u else ''}" for v, u in missing_numbers(claim, text)]
+
+
+def unbacked_reason(answer, question: str) -> Optional[str]:
+    """Why an answer's substance is not in the passages (so it is `no_answer`), or None.
+
+    Per claim (ragcli.answer.grounding has scored them): a claim is backed when its cited passage
+    supports it (`supported`), or relates to it (`weak`) without anything the passages lack: a number
+    no passage has, or a word of the question no passage has ("morphine"). The answer is not backed
+    when no claim is, or when its first claim (the direct answer) brings such a number or word."""
+    from ragcli.text import stem
+
+    factual = [c for c in answer.claims if c.support != "not_factual"]
+    if not factual:
+        return None
+    absent = {stem(w): w for w in missing_terms(question, answer.sources)}
+
+    def lacks(claim) -> list[str]:
+        words = {stem(w) for w in re.findall(r"[a-z]+", claim.text.lower())}
+        return [absent[s] for s in absent if s in words] + _foreign_numbers(claim.text, answer.sources)
+
+    def backed(claim) -> bool:
+        return claim.support == "supported" or (claim.support == "weak" and not lacks(claim))
+
+    first = lacks(factual[0]) if factual[0].support != "supported" else []
+    if first:
+        return "the passages do not mention " + ", ".join(dict.fromkeys(first))
+    if not any(backed(c) for c in factual):
+        foreign = [x for c in factual for x in lacks(c)]
+        if foreign:
+            return "the passages do not mention " + ", ".join(dict.fromkeys(foreign))
+        return "no sentence of the answer is backed by the passages it cites"
+    return None
+
+
+# ------------------------------------------------------------------------------ second chance
+# A refusal although retrieval found the topic squarely: the best passage's cosine is this far above
+# the no-context floor (0.30) and it was found by its words too.
+SECOND_CHANCE_DENSE = 0.45
+SECOND_CHANCE_SOURCES = 3
+
+
+def deserves_second_chance(sources) -> bool:
+    """Do the top passages match the question well in meaning and in words?"""
+    top = [s.hit for s in sources if s.hit.kind == "passage"][:SECOND_CHANCE_SOURCES]
+    dense = max((h.dense_score or 0.0 for h in top), default=0.0)
+    return dense >= SECOND_CHANCE_DENSE and any(h.lexical_rank is not None for h in top)

@@ -1,0 +1,113 @@
+"""Answers that answer (issue 16): refusals in any wording, labels before sentences, and extractive
+answers that give the book's procedure in order (real FM 4-25.11 passages, real embedding model)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragcli.answer import extractive, refusal
+from ragcli.answer.claims import attach_citations, split_claims
+from ragcli.types import Hit, Source
+
+FM = json.loads((Path(__file__).parent / "fixtures" / "fm4-25-11-passages.json").read_text())["passages"]
+
+
+@pytest.mark.parametrize("text", [
+    "The provided passages do not answer this.",
+    "The provided passages do not answer this. [S1]",
+    "The passages do not mention a dose of morphine.",
+    "The context does not provide information about how many chest compressions to give.",
+    "I'm sorry, but I cannot answer that from the given passages.",
+    "There is no information about aspirin in the passages.",
+    "No information is given on antibiotics.",
+    "The passages don't specify the dose. Please consult a doctor.",
+    "I don't know.",
+    "The sources provided do not contain the answer to this question.",
+    "This is not mentioned in the passages.",
+    "Unfortunately, the passages do not say how much naloxone to give.",
+    "",
+])
+def test_refusals_in_any_wording_are_refusals(text):
+    assert refusal.is_refusal(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Apply firm pressure to the wound for 5 to 10 minutes [S1]. Elevate the leg above the heart [S2].",
+    "Do not cut the bite or suck out the venom [S3].",
+    "If no swelling is seen, place the bands about 1 inch from either side of the bite [S2].",
+    "There is no need to remove the dressing; apply a pressure dressing over it [S1].",
+    # a refusal of one part, then an answer from the passages: an answer (its claims are judged)
+    "The passages do not give a dose. Keep the casualty quiet and get him to a medical facility [S1].",
+])
+def test_answers_are_not_refusals(text):
+    assert not refusal.is_refusal(text)
+
+
+def test_labels_placed_before_their_sentences_cite_those_sentences():
+    claims = attach_citations(split_claims(
+        "[S4] Apply a tourniquet above the wound. [S5] Place a wad of padding over the field dressing."))
+    assert claims == [("Apply a tourniquet above the wound.", ["S4"]),
+                      ("Place a wad of padding over the field dressing.", ["S5"])]
+    # labels after the full stop still belong to the sentence before them
+    assert attach_citations(split_claims("The end. [S1] Next one.")) == [("The end.", ["S1"]),
+                                                                        ("Next one.", [])]
+
+
+def _sources(ids: list[int]) -> list[Source]:
+    by_id = {p["passage_id"]: p for p in FM}
+    out = []
+    for n, pid in enumerate(ids, 1):
+        p = by_id[pid]
+        hit = Hit(passage_id=pid, kind="passage", book_id="fm4-25-11", book_title="First Aid",
+                  section_path=p["section_path"], page_start=p["page"], page_end=p["page"],
+                  page_label=str(p["page"]), text=p["text"], rank=n)
+        out.append(Source(f"S{n}", hit))
+    return out
+
+
+def test_question_kinds():
+    assert extractive.question_kind("what should I do if someone is bitten by a snake") == "steps"
+    assert extractive.question_kind("How do I stop heavy bleeding from a leg wound?") == "steps"
+    assert extractive.question_kind("Should I slice the bite open and suck the poison out?") == "yes_no"
+    assert extractive.question_kind("Signs and symptoms of shock") == "signs"
+    assert extractive.question_kind("What is heat exhaustion?") == "definition"
+
+
+def test_captions_tables_and_cross_references_are_not_answers():
+    assert extractive.is_junk("Figure 6-8.")
+    assert extractive.is_junk("TO A COOL, SHADY AREA HE FIRST MAY EXPERIENCE OR IMPROVISE SHADE HEADACHE")
+    assert extractive.is_junk("Refer to paragraphs 2-10 and 2-11 for specific information on the airway.")
+    assert not extractive.is_junk("CAUTION DO NOT attempt to cut open the bite nor suck out the venom.")
+
+
+def test_extractive_answer_gives_the_procedure_in_order(embedder):
+    # retrieval order is not book order: the answer follows the book's numbering
+    sources = _sources([322, 320, 323, 321, 319])
+    text, used = extractive.answer(embedder, "what should I do if someone is bitten by a snake", sources)
+    lines = text.splitlines()
+    steps = [line for line in lines if line[:2] in {"1.", "2.", "3.", "4.", "5."}]
+    assert len(steps) == 5, text
+    order = ["constricting band", "below the heart", "soap and water", "food, alcohol", "jewelry"]
+    assert [next(i for i, line in enumerate(steps) if key in line) for key in order] == [0, 1, 2, 3, 4]
+    assert "Constricting band." not in text and "Figure 6-8" not in text.replace("(Figure 6-8)", "")
+    assert all(line.rstrip().endswith("]") for line in lines)  # every step carries its label
+    assert set(used) <= {s.label for s in sources}
+
+
+def test_extractive_signs_question_gets_the_books_list(embedder):
+    text, _ = extractive.answer(embedder, "Signs and symptoms of shock", _sources([126]))
+    assert "Sweaty but cool skin" in text and "Thirst" in text
+    assert text.index("Sweaty but cool skin") < text.index("Thirst")
+
+
+def test_second_chance_needs_meaning_and_words():
+    def source(dense, lexical_rank):
+        hit = Hit(passage_id=1, kind="passage", book_id="b", book_title="B", section_path=["s"], page_start=1,
+                  page_end=1, page_label="1", text="t", dense_score=dense, lexical_rank=lexical_rank)
+        return Source("S1", hit)
+
+    assert refusal.deserves_second_chance([source(0.6, 1)])
+    assert not refusal.deserves_second_chance([source(0.6, None)])  # found by meaning only
+    assert not refusal.deserves_second_chance([source(0.35, 2)])  # just above the no-context floor
