@@ -7,6 +7,7 @@ from typing import Callable, Optional, Sequence
 
 from ragcli.answer import citations
 from ragcli.answer import prompt
+from ragcli.answer import refusal
 from ragcli.models.chat import Grammar, IncompleteReply
 from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
 from ragcli.types import Answer, Expansion, Source
@@ -75,7 +76,9 @@ def _generate(model, question, sources, base, timings, opts, on_text) -> Answer:
     timings.update({k: v for k, v in getattr(model, "stats", {}).items() if isinstance(v, (int, float))})
     text = "".join(pieces).strip()
     status = "answered"
-    if not stream.citations and NO_ANSWER.lower()[:30] not in text.lower():
+    if refusal.is_refusal(text):  # in any wording: a status, never an answer with a support table
+        status = "no_answer"
+    elif not stream.citations:
         status = "unsupported"
     notice = None
     if p.dropped:

@@ -24,6 +24,7 @@ from ragcli import ask
 from ragcli.answer import citations
 from ragcli.answer import extractive
 from ragcli.answer import prompt
+from ragcli.answer import refusal
 from ragcli.models.chat import Grammar
 from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
 from ragcli.store import corpus as store
@@ -109,7 +110,7 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
         text, used, removed, shown = _generated(model, topic, sources, opts, on_text)
         kind = "generated"
     timings["generation"] = time.perf_counter() - t
-    if not text or ask.NO_ANSWER.lower()[:30] in text.lower():
+    if not text or refusal.is_refusal(text):
         raise NotFoundError(f"the passages found say nothing usable about '{topic}': nothing saved")
     summary = Summary(topic=topic, topic_key=key, number=0, text=text,
                       sources=[source_record(s, s.label in used) for s in shown],

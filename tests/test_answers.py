@@ -91,7 +91,9 @@ def test_extractive_answer_gives_the_procedure_in_order(embedder):
     assert len(steps) == 5, text
     order = ["constricting band", "below the heart", "soap and water", "food, alcohol", "jewelry"]
     assert [next(i for i, line in enumerate(steps) if key in line) for key in order] == [0, 1, 2, 3, 4]
-    assert "Constricting band." not in text and "Figure 6-8" not in text.replace("(Figure 6-8)", "")
+    # the caption is not a step; the steps' own reference to the figure stays (inert: "⟨Figure 6-8⟩")
+    assert "Constricting band." not in text
+    assert "Figure 6-8" not in text.replace("(Figure 6-8)", "").replace("⟨Figure 6-8⟩", "")
     assert all(line.rstrip().endswith("]") for line in lines)  # every step carries its label
     assert set(used) <= {s.label for s in sources}
 
@@ -111,3 +113,19 @@ def test_second_chance_needs_meaning_and_words():
     assert refusal.deserves_second_chance([source(0.6, 1)])
     assert not refusal.deserves_second_chance([source(0.6, None)])  # found by meaning only
     assert not refusal.deserves_second_chance([source(0.35, 2)])  # just above the no-context floor
+
+
+# ------------------------------------------------------------------------------ ask: a refusal is no_answer
+from test_ask import ask_db, conn  # noqa: E402,F401  (the sample book, ingested once)
+
+
+@pytest.mark.parametrize("reply", ["The context does not contain any information about this.",
+                                   "I'm sorry, but the passages do not answer this [S1]."])
+def test_a_refusal_in_any_wording_is_no_answer(conn, embedder, reply):
+    from ragcli import ask
+    from ragcli.models.fake import FakeChatModel
+
+    answer = ask.ask(conn, embedder, "what is a craniotomy?", FakeChatModel(reply),
+                     ask.AskOptions(expand=False, max_tokens=64))
+    assert answer.status == "no_answer"
+    assert answer.sources  # the passages are still listed
