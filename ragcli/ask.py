@@ -12,7 +12,6 @@ from ragcli.models.chat import Grammar, IncompleteReply
 from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
 from ragcli.types import Answer, Expansion, Source
 
-NO_ANSWER = "The provided passages do not answer this."
 ANSWER_TOKENS_RESERVE = 64
 
 
