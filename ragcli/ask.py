@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from ragcli.answer import citations
+from ragcli.answer import health
 from ragcli.answer import prompt
 from ragcli.answer import refusal
 from ragcli.models.chat import Grammar, IncompleteReply
 from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
-from ragcli.types import Answer, Expansion, Source
+from ragcli.types import Answer, Expansion, HealthWarning, Source
 
 ANSWER_TOKENS_RESERVE = 64
 
@@ -28,10 +29,15 @@ class AskOptions:
 
 def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = None,
         on_text: Optional[Callable[[str], None]] = None,
-        on_expanded: Optional[Callable[[Expansion], None]] = None) -> Answer:
+        on_expanded: Optional[Callable[[Expansion], None]] = None,
+        on_phase: Optional[Callable[..., None]] = None,
+        on_progress: Optional[Callable[[str, dict], None]] = None) -> Answer:
     """Answer `question` from the corpus. `on_text` receives validated text as it streams;
-    `on_expanded` the expansion before retrieval runs."""
+    `on_expanded` the expansion before retrieval runs; `on_phase(name)` each step as it starts
+    (search, prompt); `on_progress(event, info)` the model's own progress."""
     opts = opts or AskOptions()
+    phase = on_phase or (lambda *a, **k: None)
+    phase("search" if model is None or not opts.expand else "rewrite")
     search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
                                 check_language=True)
     result = search(conn, embedder, question, search_opts, model=model, on_expanded=on_expanded)
@@ -47,33 +53,46 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
                       notice="the books do not seem to cover this; the nearest passages are listed")
     if model is None:
         return _extractive(embedder, question, sources, base, timings)
-    return _generate(model, question, sources, base, timings, opts, on_text)
+    phase("prompt")
+    return _generate(model, question, sources, base, timings, opts, on_text, on_progress)
 
 
-def _generate(model, question, sources, base, timings, opts, on_text) -> Answer:
+def _generate(model, question, sources, base, timings, opts, on_text, on_progress=None) -> Answer:
     budget = model.context_size - opts.max_tokens - ANSWER_TOKENS_RESERVE
     p = prompt.build(question, sources, model.count_tokens, budget)
     valid = {s.label for s in p.sources}
     stream = citations.StreamFilter(valid, *prompt.reference_maps(p.sources))
+    monitor = health.Monitor(p.sources)
     t = time.perf_counter()
     pieces = []
+
+    def emit(safe: str) -> None:
+        pieces.append(safe)
+        if safe and "first_token" not in timings:
+            timings["first_token"] = time.perf_counter() - t
+        if on_text and safe:
+            on_text(safe)
+
     cut = None
     try:
-        for piece in model.chat(p.messages, max_tokens=opts.max_tokens, stream=True, constraint=opts.grammar):
-            safe = stream.feed(piece)
-            pieces.append(safe)
-            if on_text and safe:
-                on_text(safe)
+        reply = model.chat(p.messages, max_tokens=opts.max_tokens, stream=True, constraint=opts.grammar,
+                           on_progress=on_progress)
+        for piece in reply:
+            emit(stream.feed(monitor.feed(piece)))
+            if monitor.stop:  # the model loops: stop generating now
+                getattr(reply, "close", lambda: None)()
+                break
     except IncompleteReply as exc:  # keep the part received, validated like the rest
         cut = exc
-    tail = stream.flush()
-    pieces.append(tail)
-    if on_text and tail:
-        on_text(tail)
+    emit(stream.feed(monitor.flush()))
+    emit(stream.flush())
     timings["generation"] = time.perf_counter() - t
     timings["prompt_tokens"] = p.prompt_tokens
     timings.update({k: v for k, v in getattr(model, "stats", {}).items() if isinstance(v, (int, float))})
     text = "".join(pieces).strip()
+    warnings = monitor.warnings(getattr(model, "stats", None), opts.max_tokens)
+    if monitor.stop:
+        text = health.drop_repeats(text)
     status = "answered"
     if refusal.is_refusal(text):  # in any wording: a status, never an answer with a support table
         status = "no_answer"
@@ -84,10 +103,13 @@ def _generate(model, question, sources, base, timings, opts, on_text) -> Answer:
         notice = f"{len(p.dropped)} lower-ranked passage(s) left out to fit the model's context window"
     if cut is not None:
         status, notice = "incomplete", str(cut)
+        warnings = health.merge([HealthWarning("stream_cut", f"the reply stopped before the model finished: {cut}")],
+                                warnings)
     return Answer(**base, answer=text, status=status, citations=list(stream.citations),
                   removed_citations=list(stream.removed), sources=p.sources,
                   model=getattr(model, "params", None), timings=timings,
-                  prompt=_render_prompt(p.messages) if opts.show_prompt else None, notice=notice)
+                  prompt=_render_prompt(p.messages) if opts.show_prompt else None, notice=notice,
+                  warnings=warnings)
 
 
 def _render_prompt(messages: list[dict]) -> str:

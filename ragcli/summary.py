@@ -23,13 +23,14 @@ from typing import Callable, Optional, Sequence
 from ragcli import ask
 from ragcli.answer import citations
 from ragcli.answer import extractive
+from ragcli.answer import health
 from ragcli.answer import prompt
 from ragcli.answer import refusal
 from ragcli.models.chat import Grammar
 from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
 from ragcli.store import corpus as store
 from ragcli.store import summaries as summary_store
-from ragcli.errors import NotFoundError, UsageError
+from ragcli.errors import NotFoundError, RagcliError, UsageError
 from ragcli.text import sha256
 from ragcli.types import Answer, Source, Summary
 
@@ -55,6 +56,18 @@ class SummaryOptions:
     feedback: bool = False  # pseudo-relevance feedback (search mode `feedback`)
     max_tokens: int = MAX_TOKENS
     grammar: Optional[Grammar] = None  # the user's --grammar-file, constraining the summary
+    keep_weak: bool = False  # save it even when its health is bad (answer/health.py BAD)
+
+
+class NotSaved(RagcliError):
+    """The generated summary's health is bad (cut off, looping, weak, unsupported): not saved.
+    `summary` is what was generated (number 0)."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, summary: Summary):
+        super().__init__(message)
+        self.summary = summary
 
 
 def normalise_topic(topic: str) -> str:
@@ -79,21 +92,31 @@ def normalise_topic(topic: str) -> str:
 # -- generation ---------------------------------------------------------------------------------
 
 def new(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptions] = None,
-        on_text: Optional[Callable[[str], None]] = None) -> Summary:
-    """Generate a summary of `topic` and save it under the topic's next number."""
-    summary = generate(conn, embedder, topic, model, opts, on_text)
+        on_text: Optional[Callable[[str], None]] = None, on_phase: Optional[Callable[..., None]] = None,
+        on_progress: Optional[Callable[[str, dict], None]] = None) -> Summary:
+    """Generate a summary of `topic` and save it under the topic's next number. NotSaved when its
+    health is bad, unless `opts.keep_weak`."""
+    opts = opts or SummaryOptions()
+    summary = generate(conn, embedder, topic, model, opts, on_text, on_phase, on_progress)
+    warnings = summary.params.get("warnings") or []
+    if health.is_bad(warnings) and not opts.keep_weak:
+        words = "; ".join(w["message"] for w in warnings if w["code"] in health.BAD)
+        raise NotSaved(f"not saved: {words} (`--keep-weak` saves it anyway)", summary)
     summary_store.insert_summary(conn, summary)
     return summary
 
 
 def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptions] = None,
-             on_text: Optional[Callable[[str], None]] = None) -> Summary:
+             on_text: Optional[Callable[[str], None]] = None, on_phase: Optional[Callable[..., None]] = None,
+             on_progress: Optional[Callable[[str, dict], None]] = None) -> Summary:
     """Generate (not save) a summary; its number is 0 until `summary_store.insert_summary`."""
     opts = opts or SummaryOptions()
+    phase = on_phase or (lambda *a, **k: None)
     key = normalise_topic(topic)
     topic = " ".join(topic.split())
     search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
                                 check_language=True)
+    phase("search" if model is None or not opts.expand else "rewrite")
     result = search(conn, embedder, topic, search_opts, model=model)
     if result.language:
         raise NotFoundError(other_language_notice(result.language, "topic", "name it") + "; nothing saved")
@@ -103,11 +126,13 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
         raise NotFoundError(f"the books do not seem to cover '{topic}': nothing to summarise, nothing saved")
     sources = prompt.label_sources(result.hits)
     t = time.perf_counter()
+    warnings: list = []
     if model is None:
         text, used = extractive_summary(embedder, topic, sources)
         kind, removed, shown = "extractive", [], sources
     else:
-        text, used, removed, shown = _generated(model, topic, sources, opts, on_text)
+        phase("prompt")
+        text, used, removed, shown, warnings = _generated(model, topic, sources, opts, on_text, on_progress)
         kind = "generated"
     timings["generation"] = time.perf_counter() - t
     if not text or refusal.is_refusal(text):
@@ -117,7 +142,12 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
                       model=None if model is None else {"name": model.name, **dict(model.params)},
                       created_at=store.now(), kind=kind, removed_citations=removed,
                       params=_params(opts, exp, embedder, model, len(sources), len(shown), timings))
+    phase("claims")
     summary.claims = assess_claims(summary, shown, embedder)
+    if kind == "generated":
+        warnings = health.merge(warnings, health.claim_warnings(summary.claims,
+                                                                "answered" if used else "unsupported"))
+        summary.params["warnings"] = [{"code": w.code, "message": w.message} for w in warnings]
     return summary
 
 
@@ -132,20 +162,33 @@ def _params(opts: SummaryOptions, exp, embedder, model, retrieved: int, shown: i
     return params
 
 
-def _generated(model, topic: str, sources: list[Source], opts: SummaryOptions, on_text):
-    """(validated text, labels cited, removed citations, sources in the prompt)."""
+def _generated(model, topic: str, sources: list[Source], opts: SummaryOptions, on_text, on_progress=None):
+    """(validated text, labels cited, removed citations, sources in the prompt, health warnings)."""
     messages, shown = summary_messages(model, topic, sources, opts.max_tokens)
     valid = {s.label for s in shown}
     stream = citations.StreamFilter(valid, *prompt.reference_maps(shown))
+    monitor = health.Monitor(shown)
     pieces = []
-    for piece in model.chat(messages, max_tokens=opts.max_tokens, stream=True, constraint=opts.grammar):
-        pieces.append(stream.feed(piece))
-        if on_text and pieces[-1]:
-            on_text(pieces[-1])
-    pieces.append(stream.flush())
-    if on_text and pieces[-1]:
-        on_text(pieces[-1])
-    return "".join(pieces).strip(), list(stream.citations), list(stream.removed), shown
+
+    def emit(safe: str) -> None:
+        pieces.append(safe)
+        if on_text and safe:
+            on_text(safe)
+
+    reply = model.chat(messages, max_tokens=opts.max_tokens, stream=True, constraint=opts.grammar,
+                       on_progress=on_progress)
+    for piece in reply:
+        emit(stream.feed(monitor.feed(piece)))
+        if monitor.stop:
+            getattr(reply, "close", lambda: None)()
+            break
+    emit(stream.feed(monitor.flush()))
+    emit(stream.flush())
+    text = "".join(pieces).strip()
+    if monitor.stop:
+        text = health.drop_repeats(text)
+    return (text, list(stream.citations), list(stream.removed), shown,
+            monitor.warnings(getattr(model, "stats", None), opts.max_tokens))
 
 
 def summary_messages(model, topic: str, sources: list[Source], max_tokens: int):
@@ -220,10 +263,14 @@ def history(conn, topic: str) -> tuple[str, list[Summary]]:
     return key, [check_sources(conn, s) for s in summary_store.summaries(conn, key)]
 
 
-def get(conn, topic: str, number: int) -> Summary:
-    """One saved summary, checked for staleness. NotFoundError for an unknown topic or number."""
+def get(conn, topic: str, number: Optional[int] = None) -> Summary:
+    """One saved summary (the latest when `number` is None), checked for staleness. NotFoundError
+    for an unknown topic or number."""
     key = normalise_topic(topic)
-    found = summary_store.summaries(conn, key, number)
+    if number is None:
+        have = summary_store.numbers(conn, key)
+        number = have[-1] if have else 0
+    found = summary_store.summaries(conn, key, number) if number else []
     if found:
         return check_sources(conn, found[0])
     have = summary_store.numbers(conn, key)
@@ -232,6 +279,13 @@ def get(conn, topic: str, number: int) -> Summary:
                             f"`ragcli summary new \"{topic.strip()}\"` (see `ragcli summary topics`)")
     span = f"#{have[0]}" if len(have) == 1 else f"#{have[0]} to #{have[-1]}"
     raise NotFoundError(f"'{topic.strip()}' has no summary #{number}: it has {span}")
+
+
+def delete(conn, topic: str, number: int) -> None:
+    """Delete summary `number` of `topic`; the others keep their numbers, and the number is not
+    given again. NotFoundError when there is no such summary."""
+    get(conn, topic, number)  # says what the topic has when the number is wrong
+    summary_store.delete_summary(conn, normalise_topic(topic), number)
 
 
 def topics(conn) -> list[dict]:

@@ -161,11 +161,20 @@ class ValidatedText:
 
 
 @dataclass
+class HealthWarning:
+    """Something wrong with a generated text (answer/health.py): `truncated`, `repetition`, `echo`,
+    `weak`, `unsupported`."""
+
+    code: str
+    message: str
+
+
+@dataclass
 class Answer:
     question: str
     expanded_query: Optional[str]
     answer: str
-    status: str  # answered | no_context | unsupported | extractive
+    status: str  # answered | extractive | no_context | no_answer | unsupported | incomplete
     citations: list[str]
     removed_citations: list[RemovedCitation]
     sources: list[Source]
@@ -175,6 +184,7 @@ class Answer:
     prompt: Optional[str] = None
     notice: Optional[str] = None  # e.g. "no model configured; extractive answer"
     verification: Optional[dict] = None
+    warnings: list[HealthWarning] = field(default_factory=list)  # the answer's health (answer/health.py)
 
 
 @dataclass

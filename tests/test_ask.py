@@ -232,10 +232,10 @@ def test_cli_ask_with_real_llama_cpp_strips_forced_invalid_citations(ask_db, tmp
     grammar.write_text(forced_text_grammar(
         "The bone flap is lifted [S1]. Edema follows [S19] (p. 45). Ask [Source 7] or [S2, S30]."))
     result = run(["ask", "what is a craniotomy?", "--db", str(db), "--json", "--model", str(tiny_gguf),
-                  "--grammar-file", str(grammar), "--no-expand", "--max-tokens", "64", "--ctx", "2048"])
+                  "--grammar-file", str(grammar), "--no-expand", "--max-tokens", "160", "--ctx", "2048"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["status"] == "answered"
+    assert data["status"] == "answered", data["warnings"]  # the forced text ends before 160 tokens
     given = {s["label"] for s in data["sources"]}
     assert labels_in(data["answer"]) <= given
     assert "[S19]" not in data["answer"] and "S30" not in data["answer"] and "(p. 45)" not in data["answer"]

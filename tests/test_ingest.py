@@ -199,11 +199,25 @@ def test_books_list_and_remove(corpus_db, cli):
     assert res.exit_code == 5 and "no book with id 'malawi'" in res.stderr
 
 
-def test_books_on_an_empty_corpus(cli):
+def test_books_on_an_empty_corpus(cli, tmp_path):
+    from ragcli.store import db
+
+    db.connect(tmp_path / "corpus.db").close()  # an empty corpus ($RAGCLI_DB)
     res = cli("books")
     assert res.exit_code == 0 and "the corpus is empty" in res.stderr
     res = cli("books", "--json")
     assert res.exit_code == 0 and json.loads(res.stdout) == []
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_read_only_commands_refuse_a_missing_corpus(run_module, tmp_path, before):
+    """`books --db /tmp/missing.db` (or `--db` before the command) fails and creates nothing."""
+    missing = tmp_path / "nowhere" / "missing.db"
+    for command in (["books"], ["info"], ["summary", "topics"]):
+        args = ["--db", missing, *command] if before else [*command, "--db", missing]
+        proc = run_module(*args)
+        assert proc.returncode == 4 and "no corpus at" in proc.stderr, (command, proc.stderr)
+        assert not missing.parent.exists()
 
 
 def test_title_and_id_options(cli, tmp_path):

@@ -70,6 +70,9 @@ def test_info_json(corpus_db, cli):
 
 
 def test_info_human_and_empty(cli, tmp_path):
+    from ragcli.store import db
+
+    db.connect(tmp_path / "corpus.db").close()  # an empty corpus: `info` reads, never creates one
     res = cli("info")
     assert res.exit_code == 0 and "schema_version" in res.stdout
     data = json.loads(cli("info", "--json").stdout)
@@ -78,6 +81,9 @@ def test_info_human_and_empty(cli, tmp_path):
 
 
 def test_db_flag_beats_environment(cli, tmp_path):
+    from ragcli.store import db
+
     other = tmp_path / "elsewhere" / "x.db"
+    db.connect(other).close()
     data = json.loads(cli("info", "--json", "--db", other).stdout)
     assert data["corpus"] == str(other) and other.exists()

@@ -392,7 +392,8 @@ def test_list_of_a_topic_with_none_suggests_new(cli, corpus_db):
 
 
 SUMMARY_KEYS = {"topic", "topic_key", "number", "kind", "status", "stale_sources", "created_at", "text",
-                "citations", "books", "model", "params", "claims", "removed_citations", "sources"}
+                "citations", "books", "model", "params", "claims", "removed_citations", "sources",
+                "warnings", "supported_share"}
 SOURCE_KEYS = {"label", "cited", "kind", "book_id", "book_title", "section_path", "page_label", "page",
                "page_end", "figure_number", "passage_id", "text_hash", "status", "reason",
                "current_passage_id", "text"}
@@ -402,7 +403,7 @@ def test_json_shapes(cli, corpus_db):
     new = cli("summary", "new", "Aneurysms", "--json")
     assert new.exit_code == 0, new.output
     data = json.loads(new.stdout)
-    assert set(data) == SUMMARY_KEYS
+    assert set(data) == SUMMARY_KEYS | {"saved"} and data["saved"] is True
     assert data["number"] == 1 and data["kind"] == "extractive" and data["model"] is None
     assert data["books"][0] == "primer" and data["status"] == "ok"
     assert all(set(src) == SOURCE_KEYS for src in data["sources"])
@@ -415,7 +416,7 @@ def test_json_shapes(cli, corpus_db):
     listed = json.loads(cli("summary", "list", "aneurysms", "--json").stdout)
     assert set(listed) == {"topic", "topic_key", "count", "summaries"} and listed["count"] == 1
     assert set(listed["summaries"][0]) == {"number", "created_at", "kind", "model", "books", "sources",
-                                           "cited", "status", "stale_sources"}
+                                           "cited", "status", "stale_sources", "warnings", "supported_share"}
     assert listed["summaries"][0]["cited"] == len(data["citations"])
     topics = json.loads(cli("summary", "topics", "--json").stdout)
     assert topics == [{"topic": "Aneurysms", "topic_key": "aneurysms", "count": 1, "latest_number": 1,

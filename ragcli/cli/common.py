@@ -13,22 +13,96 @@ from ragcli.errors import RagcliError
 from ragcli.render.console import console, err, escape, info, status, warn  # noqa: F401  (the commands' helpers)
 
 app = typer.Typer(
-    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    no_args_is_help=True, pretty_exceptions_enable=False,
     help="Ask questions of your PDF books, offline, with citations you can check.",
 )
 
-DbOpt = Annotated[Optional[str], typer.Option("--db", help="Corpus file (default: $RAGCLI_DB or the user data dir).",
-                                              show_default=False)]
-BookOpt = Annotated[Optional[list[str]], typer.Option("--book", "-b", help="Only these book ids (repeat the "
-                                                    "option for several).", show_default=False)]
+
+def _flags_take_no_value() -> None:
+    """Typer's rich help prints `<bool>` beside every flag (`--json <bool>`) and `<list[str]>` for a
+    repeatable argument: a flag takes no value, so show none (as click's plain help does), and a
+    list shows its element type then "..."."""
+    from typer import core as typer_core
+
+    option_type = typer_core.TyperOption.display_type_rich
+    argument_type = typer_core.TyperArgument.display_type_rich
+    if getattr(option_type, "ragcli", False):
+        return
+
+    def option_display(self, ctx):
+        return None if self.is_flag and not self.count else option_type(self, ctx)
+
+    def argument_display(self, ctx):
+        if self.metavar is None and self.nargs != 1:
+            return f"<{self._bare_type(self.type_descriptor.annotation.__args__[0])}>..." \
+                if getattr(self.type_descriptor.annotation, "__args__", None) else argument_type(self, ctx)
+        return argument_type(self, ctx)
+
+    option_display.ragcli = True
+    typer_core.TyperOption.display_type_rich = option_display
+    typer_core.TyperArgument.display_type_rich = argument_display
+
+
+_flags_take_no_value()
+
+DbOpt = Annotated[Optional[str], typer.Option("--db", metavar="PATH", show_default=False,
+                                              help="Corpus file (default: $RAGCLI_DB or the user data dir).")]
+BookOpt = Annotated[Optional[list[str]], typer.Option("--book", "-b", metavar="ID", show_default=False,
+                                                    help="Only these book ids (repeat the option for several).")]
 FeedbackOpt = Annotated[bool, typer.Option("--feedback", help="Pseudo-relevance feedback: also search with "
                                            "the words and meaning of the first hits. Helps topical questions "
                                            "over many documents; can blur finding one page of a book.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
-EmbedOpt = Annotated[Optional[str], typer.Option("--embed-model", help="Embedding model name or path "
-                                                 "(default: the one recorded in the corpus).", show_default=False)]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="More detail (search: the scores).")]
+EmbedOpt = Annotated[Optional[str], typer.Option("--embed-model", metavar="NAME", show_default=False,
+                                                 help="Embedding model name or path (default: the one "
+                                                 "recorded in the corpus).")]
+
+
+class _Global:
+    """--db, --json and --verbose given before the command (`ragcli --db F books`)."""
+
+    db: Optional[str] = None
+    json: bool = False
+    verbose: bool = False
+
+
+GLOBAL = _Global()
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from ragcli import __version__
+
+        typer.echo(f"ragcli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print ragcli's version and exit.")] = False,
+    db: DbOpt = None, json_out: JsonOpt = False, verbose: VerboseOpt = False,
+) -> None:
+    """Ask questions of your PDF books, offline, with citations you can check.
+
+    --db, --json and --verbose may come before or after the command."""
+    GLOBAL.db, GLOBAL.json, GLOBAL.verbose = db, json_out, verbose
+
+
+def _with_globals(kwargs: dict) -> dict:
+    """A command's own --db wins; --json and --verbose given anywhere count."""
+    if "db" in kwargs and kwargs["db"] is None:
+        kwargs["db"] = GLOBAL.db
+    if "json_out" in kwargs:
+        kwargs["json_out"] = kwargs["json_out"] or GLOBAL.json
+    if "verbose" in kwargs:
+        kwargs["verbose"] = kwargs["verbose"] or GLOBAL.verbose
+    return kwargs
+
 
 INTERNAL_ERROR = 70
+PIPE_CLOSED = 141  # what a shell reports for a process ended by SIGPIPE (128 + 13)
 
 
 def handle_errors(fn):
@@ -37,7 +111,10 @@ def handle_errors(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            return fn(*args, **_with_globals(kwargs))
+        except BrokenPipeError:  # `ragcli search x --json | head -1`: the reader left; exit quietly
+            _quiet_pipe()
+            raise typer.Exit(PIPE_CLOSED)
         except RagcliError as exc:
             err(escape(str(exc)))
             raise typer.Exit(exc.exit_code)
@@ -91,12 +168,28 @@ def embedder_for(conn, name: Optional[str] = None, quiet: bool = False, bulk: bo
         return embed.get_embedder(name, bulk=bulk)
 
 
+def _quiet_pipe() -> None:
+    """stdout's reader is gone: point stdout at /dev/null so the final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (tests' runner)
+        pass
+
+
 def run(app_: typer.Typer) -> None:
+    import signal
+
+    if hasattr(signal, "SIGPIPE"):  # as Unix tools do: a closed pipe ends the process, no message
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         app_()
     except KeyboardInterrupt:
         err("interrupted")
         sys.exit(130)
+    except BrokenPipeError:
+        _quiet_pipe()
+        sys.exit(PIPE_CLOSED)
 
 
 def path_arg(p: str) -> Path:

@@ -84,14 +84,15 @@ def books(ctx: typer.Context, db: DbOpt = None, json_out: JsonOpt = False) -> No
     from ragcli.render.data import books_data, print_json
     from ragcli.render.terminal import books_table
 
-    conn = open_db(db)
+    conn = open_db(db, create=False)  # a mistyped --db is refused, not created
     rows = store.list_books(conn)
     if json_out:
         print_json(books_data(rows))
     elif not rows:
         info("the corpus is empty: add a book with `ragcli ingest BOOK.pdf`")
     else:
-        console().print(books_table(rows))
+        out = console()
+        out.print(books_table(rows, out.width if out.is_terminal else None))
         for book in rows:
             if book.warnings:
                 warn(escape(f"{book.id}: " + "; ".join(book.warnings)))
@@ -121,7 +122,7 @@ def info_cmd(db: DbOpt = None, json_out: JsonOpt = False) -> None:
     from ragcli.render.terminal import print_info
     from ragcli.store import info as corpus_info
 
-    data = corpus_info.describe(open_db(db))
+    data = corpus_info.describe(open_db(db, create=False))
     data["chat_model"] = _chat_model()
     if json_out:
         print_json(info_data(data))

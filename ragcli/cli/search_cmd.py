@@ -5,7 +5,10 @@ from typing import Annotated
 
 import typer
 
-from ragcli.cli.common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db
+from ragcli.cli.common import (
+    BookOpt, DbOpt, EmbedOpt, JsonOpt, VerboseOpt, app, console, embedder_for, handle_errors, info, open_db,
+)
+from ragcli.errors import UsageError
 
 
 @app.command()
@@ -16,15 +19,18 @@ def search(
     k: Annotated[int, typer.Option("-k", min=1, max=1000, help="How many hits.")] = 10,
     mode: Annotated[str, typer.Option(help="hybrid | dense | lexical | expanded (the book's own terms "
                                       "join, as in ask) | feedback (expanded + pseudo-relevance feedback)")] = "hybrid",
+    verbose: VerboseOpt = False,
     db: DbOpt = None,
     json_out: JsonOpt = False,
     embed_model: EmbedOpt = None,
 ) -> None:
     """Find passages and figures by meaning and by word."""
     from ragcli.render.data import hits_data, print_json
-    from ragcli.render.terminal import hits_table
+    from ragcli.render.terminal import print_hits
     from ragcli.search.pipeline import SearchOptions, check_scope, search as run_search
 
+    if not query.strip():  # before any work
+        raise UsageError("the query is empty: give a few words, e.g. `ragcli search tourniquet`")
     opts = SearchOptions(mode=mode, k=k, book_ids=book)
     conn = open_db(db, create=False)
     check_scope(conn, book)  # before the embedding model loads
@@ -35,4 +41,4 @@ def search(
     elif not result.hits:
         info("no passage matches; try other words or --mode dense")
     else:
-        console().print(hits_table(result.hits, query))
+        print_hits(console(), result.hits, query, verbose)

@@ -35,9 +35,12 @@ def summary_new(
     model: ModelOpt = None, model_name: ModelNameOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None,
     gpu_layers: GpuOpt = None, seed: SeedOpt = None, temperature: TempOpt = None, max_tokens: MaxTokOpt = None,
     grammar_file: GrammarOpt = None,
+    keep_weak: Annotated[bool, typer.Option("--keep-weak", help="Save the summary even when it is cut off, "
+                                            "loops, or most of its sentences lack support.")] = False,
     db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
 ) -> None:
-    """Generate a summary of TOPIC from the books and save it as the topic's next number."""
+    """Generate a summary of TOPIC from the books and save it as the topic's next number (not
+    when its health is bad, unless --keep-weak)."""
     from ragcli import summary as core
     from ragcli.render.data import print_json, summary_data
     from ragcli.render.stream import AnswerStream
@@ -51,15 +54,24 @@ def summary_new(
     chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
     opts = core.SummaryOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
                                max_tokens=max_tokens or max(settings.max_tokens, core.MAX_TOKENS),
-                               grammar=read_grammar(grammar_file))
-    stream = AnswerStream.for_model(chat_model, json_out)
-    result = core.new(conn, embedder, topic, chat_model, opts, on_text=stream.on_text)
-    for removed in result.removed_citations:
-        warn(f"removed citation {removed.text!r}: {removed.reason}")
+                               grammar=read_grammar(grammar_file), keep_weak=keep_weak)
+    stream = AnswerStream.for_model(chat_model, json_out, markdown=True)
+    refused = None
+    try:
+        result = core.new(conn, embedder, topic, chat_model, opts, on_text=stream.on_text,
+                          on_phase=stream.phase, on_progress=stream.on_progress)
+    except core.NotSaved as exc:
+        refused, result = exc, exc.summary
+    finally:
+        stream.finish_text()
     if json_out:
-        print_json(summary_data(result))
+        print_json({**summary_data(result), "saved": refused is None})
     else:
-        print_summary(stream.console, result, streamed=stream.live)
+        print_summary(stream.console, result, streamed=stream.live, saved=refused is None)
+    for removed in result.removed_citations:  # after the summary, never inside it
+        warn(f"removed citation {removed.text!r}: {removed.reason}")
+    if refused is not None:
+        raise refused
 
 
 @summary_app.command("list")
@@ -85,18 +97,29 @@ def summary_list(topic: TopicArg, db: DbOpt = None, json_out: JsonOpt = False) -
 @handle_errors
 def summary_show(
     topic: TopicArg,
-    number: Annotated[int, typer.Argument(min=1, help="Summary number (see `ragcli summary list TOPIC`).")],
+    number: Annotated[Optional[int], typer.Argument(min=1, show_default=False, help="Summary number "
+                                                    "(see `ragcli summary list TOPIC`; default: the latest).")] = None,
+    output: Annotated[str, typer.Option("--format", metavar="text|markdown", help="text (the default), or "
+                                        "markdown: a document with footnote sources, for notes.")] = "text",
     db: DbOpt = None, json_out: JsonOpt = False,
 ) -> None:
-    """Print a saved summary and its sources (no model needed); says when its sources changed."""
+    """Print a saved summary (the latest unless NUMBER is given) and its sources (no model needed);
+    says when its sources changed."""
     from ragcli import summary as core
+    from ragcli.errors import UsageError
     from ragcli.render.data import print_json, summary_data
     from ragcli.render.terminal import print_summary
 
+    if output not in ("text", "markdown"):
+        raise UsageError(f"unknown format '{output}' (choose from text, markdown)")
     conn = open_db(db, create=False)
     result = core.get(conn, topic, number)
     if json_out:
         print_json(summary_data(result))
+    elif output == "markdown":
+        from ragcli.render.markdown import summary_markdown
+
+        console().print(summary_markdown(result), markup=False, highlight=False, end="")
     else:
         print_summary(console(), result)
 
@@ -116,3 +139,23 @@ def summary_topics(db: DbOpt = None, json_out: JsonOpt = False) -> None:
         info("no summaries yet: make one with `ragcli summary new TOPIC`")
     else:
         console().print(topics_table(rows))
+
+
+@summary_app.command("delete")
+@handle_errors
+def summary_delete(
+    topic: TopicArg,
+    number: Annotated[int, typer.Argument(min=1, help="Summary number (see `ragcli summary list TOPIC`).")],
+    db: DbOpt = None, json_out: JsonOpt = False,
+) -> None:
+    """Delete summary NUMBER of TOPIC. The other summaries keep their numbers, and the number is
+    never given to a new summary."""
+    from ragcli import summary as core
+    from ragcli.render.data import print_json
+
+    conn = open_db(db, create=False)
+    core.delete(conn, topic, number)
+    if json_out:
+        print_json({"deleted": {"topic": " ".join(topic.split()), "number": number}})
+    else:
+        info(f"deleted summary #{number} of '{' '.join(topic.split())}'")

@@ -44,6 +44,8 @@ Constraint = Union[OneLine, JsonSchema, Grammar]
 
 # Progress events a backend reports through `on_progress(event, info)` while it works:
 #   "prompt"      {"prompt_tokens": n or None}: the request was sent / prompt evaluation starts
+#   "prompt_progress" {"done": n, "total": m}: n of the m prompt tokens to evaluate are done
+#                 (llama.cpp: every 64 tokens of a longer prompt)
 #   "prompt_done" {"evaluated": n}: the prompt is evaluated, n tokens of it were not cached
 #                 (llama.cpp only; a server does not say until the reply comes)
 #   "first_token" {"seconds": s}: the first piece of the reply arrived (s since the call began)
@@ -54,7 +56,8 @@ class ChatModel(Protocol):
     name: str
     params: dict  # recorded with answers and summaries: backend, path or url, n_ctx, seed, temperature
     context_size: int
-    stats: dict  # last call: prompt_tokens, prompt_evaluated, prompt_cached, generated_tokens (what is known)
+    stats: dict  # last call: prompt_tokens, prompt_evaluated, prompt_cached, generated_tokens (what is known),
+    #              finish_reason: "stop" | "length" (max_tokens) | None (the caller stopped reading)
     tokens_exact: bool  # False: count_tokens is a conservative estimate (never below the real count)
 
     def chat(self, messages: Messages, *, max_tokens: int, constraint: Optional[Constraint] = None,

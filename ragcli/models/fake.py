@@ -45,7 +45,10 @@ class FakeChatModel:
         reply = self._next_reply(messages)
         prompt = sum(self.count_tokens(m.get("content", "")) for m in messages)
         self.stats = {"prompt_tokens": prompt, "prompt_evaluated": prompt, "prompt_cached": 0,
-                      "generated_tokens": self.count_tokens(reply)}
+                      "generated_tokens": self.count_tokens(reply), "finish_reason": "stop"}
+        if on_progress:
+            on_progress("prompt", {"prompt_tokens": prompt})
+            on_progress("prompt_done", {"evaluated": prompt})
         if not stream:
             return reply
         step = self.piece_size

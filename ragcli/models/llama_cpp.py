@@ -16,6 +16,7 @@ from ragcli.models.chat import Constraint, Grammar, JsonSchema, Messages, OneLin
 from ragcli.models.gguf import gguf_metadata, trained_context
 
 DEFAULT_CTX = 4096
+PROMPT_BATCH = 64  # prompt tokens evaluated between two progress reports
 
 
 def import_llama_cpp():
@@ -133,15 +134,26 @@ class LlamaCppModel:
 
     def _install_eval_counter(self) -> None:
         """Count tokens llama.cpp really evaluates: Llama.generate calls self.eval() once with
-        the prompt tokens not already in the KV cache, then once per generated token."""
+        the prompt tokens not already in the KV cache, then once per generated token. With a
+        progress callback the prompt's eval runs in PROMPT_BATCH-token steps (llama.cpp's own eval
+        is the same loop over n_batch), each reported as `prompt_progress`: a long prompt on a slow
+        machine is never a silent wait."""
         original = self._llm.eval
         self._evals: list[int] = []
 
         def counting_eval(tokens):
             self._evals.append(len(tokens))
-            result = original(tokens)
-            if len(self._evals) == 1 and self._on_progress:
-                self._on_progress("prompt_done", {"evaluated": len(tokens)})
+            first, report = len(self._evals) == 1, self._on_progress
+            if first and report and len(tokens) > PROMPT_BATCH:
+                total = len(tokens)
+                for start in range(0, total, PROMPT_BATCH):
+                    original(tokens[start:start + PROMPT_BATCH])
+                    report("prompt_progress", {"done": min(start + PROMPT_BATCH, total), "total": total})
+                result = None
+            else:
+                result = original(tokens)
+            if first and report:
+                report("prompt_done", {"evaluated": len(tokens)})
             return result
 
         self._llm.eval = counting_eval
@@ -231,6 +243,7 @@ class LlamaCppModel:
         self._evals = []
         self._on_progress = on_progress
         start = time.perf_counter()
+        finish = None  # "stop" (end of generation), "length" (max_tokens); None: the caller stopped
         if on_progress:
             on_progress("prompt", {"prompt_tokens": len(prompt)})
         try:
@@ -239,12 +252,14 @@ class LlamaCppModel:
                 if generated == 0 and on_progress:
                     on_progress("first_token", {"seconds": time.perf_counter() - start})
                 if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
+                    finish = "stop"
                     break
                 generated += 1
                 piece = decoder.decode(llm.detokenize([token]))
                 if piece:
                     yield piece
                 if generated >= max_tokens:
+                    finish = "length"
                     break
             tail = decoder.decode(b"", final=True)
             if tail:
@@ -254,6 +269,7 @@ class LlamaCppModel:
         finally:
             self._on_progress = None
             self._record(len(prompt), generated)
+            self.stats["finish_reason"] = finish
 
     def _record(self, prompt_tokens: int, generated: int) -> None:
         """Stats of the last call. The eval counter's first entry is the number of prompt tokens

@@ -304,6 +304,7 @@ class HttpChatModel:
                         yield text
                     if choice.finish_reason:
                         finished = True
+                        self.stats["finish_reason"] = choice.finish_reason  # "stop" or "length" (max_tokens)
         except (openai.APIError, http.HTTPError, OSError) as exc:
             error = _http_error(self.url, exc, self._key)
             raise IncompleteReply(f"{error} (the reply was cut after {len(''.join(received))} characters)",

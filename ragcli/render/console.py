@@ -8,6 +8,7 @@ rich is imported lazily so `import ragcli.render.console` stays cheap.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import IO, Optional
 
@@ -25,12 +26,45 @@ class Environment:
         self.stderr_isatty = _isatty(self.stderr) if stderr_isatty is None else stderr_isatty
         self.colour = (not os.environ.get("NO_COLOR")) if colour is None else colour
 
+    def isatty(self, stderr: bool = False) -> bool:
+        return self.stderr_isatty if stderr else self.stdout_isatty
+
     def console(self, stderr: bool = False):
-        """stdout: tables wrapped to the terminal. stderr: messages are never wrapped mid-sentence."""
+        """On a terminal: text wrapped at word boundaries to its width. Elsewhere (a pipe, a file):
+        plain text, one line per line (no hard wrapping) and no trailing spaces."""
         from rich.console import Console
 
-        return Console(file=self.stderr if stderr else self.stdout, highlight=False, soft_wrap=stderr,
+        stream = self.stderr if stderr else self.stdout
+        if self.isatty(stderr):
+            return Console(file=stream, highlight=False, no_color=not self.colour or None)
+        return Console(file=_NoTrailingSpaces(stream), highlight=False, soft_wrap=True, width=PIPE_WIDTH,
                        no_color=not self.colour or None)
+
+
+PIPE_WIDTH = 4000  # tables in a pipe are as wide as their content, never wrapped at 80 columns
+
+
+class _NoTrailingSpaces:
+    """A text stream that drops spaces before each line end (rich pads table cells with them)."""
+
+    def __init__(self, stream):
+        self.stream, self._held = stream, ""
+
+    def write(self, text: str) -> int:
+        text = self._held + text
+        body = text.rstrip(" ")
+        self._held = text[len(body):]
+        self.stream.write(re.sub(r" +\n", "\n", body))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
 
 
 def _isatty(stream) -> bool:

@@ -83,6 +83,24 @@ def source_data(source) -> dict:
     }
 
 
+def claims_data(claims, quoted: bool = False) -> list[dict]:
+    """Each claim; in an extractive text (`quoted`) the support of every sentence is `quoted`: it is
+    the book's own sentence, which says nothing about whether it answers the question."""
+    out = [to_data(c) for c in claims]
+    if quoted:
+        for c in out:
+            c["support"] = "quoted"
+    return out
+
+
+def supported_share(claims) -> float | None:
+    """Supported sentences over the factual ones (None when none is factual)."""
+    factual = [c for c in claims if c.support != "not_factual"]
+    if not factual:
+        return None
+    return round(sum(1 for c in factual if c.support == "supported") / len(factual), 4)
+
+
 def answer_data(answer) -> dict:
     """`ask --json` (README)."""
     return {
@@ -93,7 +111,8 @@ def answer_data(answer) -> dict:
         "notice": answer.notice,
         "citations": answer.citations,
         "removed_citations": [to_data(r) for r in answer.removed_citations],
-        "claims": [to_data(c) for c in answer.claims],
+        "warnings": to_data(answer.warnings),
+        "claims": claims_data(answer.claims, quoted=answer.status == "extractive"),
         "sources": [source_data(s) for s in answer.sources],
         "model": answer.model,
         "timings": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in answer.timings.items()},
@@ -112,6 +131,11 @@ def books_of(summary: Summary) -> list[str]:
         if s["book_id"] not in out:
             out.append(s["book_id"])
     return out
+
+
+def summary_warnings(summary: Summary) -> list[dict]:
+    """The health warnings saved with a summary (in its params)."""
+    return list((summary.params or {}).get("warnings") or [])
 
 
 def model_name(summary: Summary):
@@ -140,7 +164,8 @@ def summary_data(summary: Summary) -> dict:
         "created_at": summary.created_at, "text": summary.text,
         "citations": [s["label"] for s in summary.sources if s.get("cited")],
         "books": books_of(summary), "model": summary.model, "params": summary.params,
-        "claims": [to_data(c) for c in summary.claims],
+        "warnings": summary_warnings(summary), "supported_share": supported_share(summary.claims),
+        "claims": claims_data(summary.claims, quoted=summary.kind == "extractive"),
         "removed_citations": [to_data(r) for r in summary.removed_citations],
         "sources": [summary_source_data(s) for s in summary.sources],
     }
@@ -153,6 +178,8 @@ def summary_row(summary: Summary) -> dict:
         "model": model_name(summary), "books": books_of(summary), "sources": len(summary.sources),
         "cited": sum(1 for s in summary.sources if s.get("cited")), "status": summary.status,
         "stale_sources": summary.stale_sources,
+        "warnings": [w["code"] for w in summary_warnings(summary)],
+        "supported_share": supported_share(summary.claims),
     }
 
 

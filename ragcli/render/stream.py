@@ -1,37 +1,236 @@
-"""The live answer: text streamed to stdout as the model writes it (ask and summary new share it).
+"""The live answer (ask and summary new share it): a status line on stderr naming what is being
+done while nothing else shows, then the text streamed to stdout as the model writes it.
 
-Only on a terminal and only when a model writes: piped output and `--json` get the finished answer
-in one piece from `render/terminal.py` or `render/data.py`."""
+- The status line (rich, transient) appears only when stderr is a terminal, and is cleared before
+  any text is printed; it names the phase: loading a model, rewriting the question, searching,
+  reading N prompt tokens (with progress), writing, checking claims.
+- Text streams only when stdout is a terminal and a model writes; piped output and `--json` get
+  the finished answer in one piece (render/terminal.py, render/data.py).
+- Summaries stream as Markdown: a `## Heading` line in bold without its hashes, `- ` bullets as •.
+"""
 from __future__ import annotations
 
+import re
+import threading
+import time
 from typing import Optional
 
-from ragcli.render.console import Environment, info
+from ragcli.render.console import Environment
 from ragcli.render.terminal import expansion_line, styled_answer
+
+HELD_SHOW = 0.8  # seconds without visible text while the model writes before the status line returns
+re_words = re.compile(r"(\n|[ \t]+)")
+
+PHASES = {
+    "expand": "finding the book's terms near the question",
+    "rewrite": "rewriting the question and searching",
+    "search": "searching",
+    "prompt": "reading the prompt",
+    "write": "writing",
+    "claims": "checking each sentence against its passage",
+    "verify": "verifying the claims with the model",
+}
 
 
 class AnswerStream:
-    """Callbacks for the pipelines: `on_text` (validated text as it streams), `on_expanded`
-    (the question's rewrite and book terms, dimmed on stderr)."""
+    """Callbacks for the pipelines: `phase(name, **info)` (the status line), `on_text` (validated
+    text as it streams), `on_expanded` (the question's rewrite and book terms, dimmed on stderr),
+    `progress(event, info)` (the model's own: prompt tokens evaluated, first token)."""
 
-    def __init__(self, live: bool, json_out: bool = False, env: Optional[Environment] = None):
+    def __init__(self, live: bool, json_out: bool = False, env: Optional[Environment] = None,
+                 markdown: bool = False):
         self.env = env or Environment()
         self.console = self.env.console()
+        self.err = self.env.console(stderr=True)
         self.live = live and not json_out
         self.json_out = json_out
-        self.pieces: list[str] = []
+        self.markdown = markdown
+        self.started = time.perf_counter()
+        self.first_text: Optional[float] = None  # seconds from start to the first visible text
+        self._status = None
+        self._text_open = False  # streamed text without its final newline yet
+        self._line_start = True
+        self._prefix = ""
+        self._line_style = ""
+        self._col, self._word, self._word_style, self._space = 0, "", "", ""
+        self._last_text = 0.0
+        self._lock = threading.RLock()  # the watchdog thread shows the status line too
+        self._watching = threading.Event()  # set: the stream is over
 
     @classmethod
-    def for_model(cls, model, json_out: bool, env: Optional[Environment] = None) -> "AnswerStream":
+    def for_model(cls, model, json_out: bool, env: Optional[Environment] = None,
+                  markdown: bool = False) -> "AnswerStream":
         """Live when stdout is a terminal, the output is not JSON and a model writes."""
         env = env or Environment()
-        return cls(env.stdout_isatty and model is not None, json_out, env)
+        return cls(env.stdout_isatty and model is not None, json_out, env, markdown)
+
+    # -- status line ---------------------------------------------------------------------------
+
+    @property
+    def on_progress(self):
+        """The model's progress callback, or None when no status line is shown (a model then
+        evaluates its prompt in one piece, as it would without ragcli)."""
+        return self.progress if self.env.stderr_isatty else None
+
+    def phase(self, name: str, detail: str = "", done: Optional[int] = None, total: Optional[int] = None) -> None:
+        """Name what is being done on the status line (nothing when stderr is not a terminal)."""
+        if not self.env.stderr_isatty:
+            return
+        with self._lock:
+            self._show(name, detail, done, total)
+
+    def _show(self, name: str, detail: str, done: Optional[int], total: Optional[int]) -> None:
+        text = PHASES.get(name, name)
+        if name == "prompt" and total:
+            text = f"reading {total} prompt tokens"
+            if done is not None and done < total:
+                text += f" ({done * 100 // total}%)"
+        if detail:
+            text += f" {detail}"
+        if self._text_open:  # text was streamed: end its line before the status shows below it
+            self._flush_word()
+            self.console.print()
+            self._text_open, self._line_start, self._col = False, True, 0
+        from rich.markup import escape
+
+        message = f"[dim]{escape(text)}…[/]"
+        if self._status is None:
+            self._status = self.err.status(message, spinner="dots")
+            self._status.start()
+        else:
+            self._status.update(message)
+
+    def clear(self) -> None:
+        """Remove the status line (before text or a result is printed)."""
+        with self._lock:
+            if self._status is not None:
+                self._status.stop()
+                self._status = None
+
+    def progress(self, event: str, info: dict) -> None:
+        """A model backend's progress (models.chat `on_progress`): prompt evaluation, first token."""
+        if event in ("prompt", "prompt_progress"):
+            self.phase("prompt", done=info.get("done", 0), total=info.get("total") or info.get("prompt_tokens"))
+        elif event == "prompt_done":
+            self.phase("write")
+
+    def finish_text(self) -> None:
+        """The stream is over: end the streamed text's line."""
+        self._watching.set()
+        self.clear()
+        if self._prefix:  # a line start held back to see whether it was Markdown
+            self._wrapped(self._prefix, "")
+            self._prefix = ""
+        self._flush_word()
+        if self._text_open:
+            self.console.print()
+            self._text_open = False
+
+    # -- text ----------------------------------------------------------------------------------
 
     def on_text(self, text: str) -> None:
-        self.pieces.append(text)
-        if self.live:
-            self.console.print(styled_answer(text), end="")
+        if not self.live or not text:
+            return
+        with self._lock:
+            self._last_text = time.perf_counter()
+            if self.first_text is None:
+                self.first_text = self._last_text - self.started
+                self._watch()
+            self.clear()
+            if self.markdown:
+                self._markdown(text)
+            else:
+                self._wrapped(text, "")
+            self._text_open = True
+
+    def _watch(self) -> None:
+        """While text streams: when none came for HELD_SHOW seconds (a slow machine, or text held
+        back: a copied prompt line being removed), the status line comes back below the text, so
+        the screen is never still for long."""
+        if not self.env.stderr_isatty:
+            return
+
+        def watch() -> None:
+            while not self._watching.wait(0.2):
+                with self._lock:
+                    if self._text_open and self._status is None and \
+                            time.perf_counter() - self._last_text > HELD_SHOW:
+                        self._show("write", "(waiting for the model)", None, None)
+
+        threading.Thread(target=watch, name="ragcli-status", daemon=True).start()
+
+    def _wrapped(self, text: str, style: str) -> None:
+        """Print streamed text wrapped at word boundaries: a word is held until it is complete,
+        then goes on the line if it fits, else on the next one (the space before it is dropped)."""
+        width = self.console.width
+        for part in re_words.split(text):
+            if not part:
+                continue
+            if part == "\n":
+                self._flush_word()
+                self._out("\n", style)
+                self._col, self._space = 0, ""
+            elif part.isspace():
+                self._flush_word()
+                self._space += part
+            else:
+                self._word += part
+                self._word_style = style
+        if self._word and len(self._word) > width // 2:  # a very long "word": show it now
+            self._flush_word()
+
+    def _flush_word(self) -> None:
+        if not self._word:
+            return
+        width = self.console.width
+        if self._col and self._col + len(self._space) + len(self._word) > width:
+            self._out("\n", "")
+            self._col, self._space = 0, ""
+        if self._space and self._col:  # no space at the start of a line
+            self._out(self._space, "")
+            self._col += len(self._space)
+        self._out(self._word, self._word_style)
+        self._col += len(self._word)
+        self._word, self._space = "", ""
+
+    def _out(self, text: str, style: str) -> None:
+        styled = styled_answer(text)
+        if style:
+            styled.stylize(style)
+        self.console.print(styled, end="", soft_wrap=True)
+
+    def _markdown(self, text: str) -> None:
+        """Line by line: hold a line's first characters until it is known to be a heading or a bullet."""
+        out = []
+        for ch in text:
+            if self._line_start:
+                self._prefix += ch
+                if ch == "\n":
+                    out.append((self._prefix, ""))
+                    self._prefix = ""
+                    continue
+                if self._prefix.lstrip("#") == "" or self._prefix in ("-", "*"):
+                    continue  # maybe a heading or a bullet
+                head = self._prefix.lstrip("#")
+                if self._prefix.startswith("#") and head.startswith(" "):
+                    self._line_style = "bold"
+                    out.append((head.lstrip(), self._line_style))
+                elif self._prefix in ("- ", "* "):
+                    out.append(("• ", ""))
+                else:
+                    out.append((self._prefix, ""))
+                self._prefix, self._line_start = "", False
+                continue
+            out.append((ch, self._line_style))
+            if ch == "\n":
+                self._line_start, self._line_style = True, ""
+        for piece, style in out:
+            self._wrapped(piece, style)
 
     def on_expanded(self, exp) -> None:
         if not self.json_out and (exp.rewrite or exp.terms):
-            info(expansion_line(exp.rewrite, exp.terms))
+            self.err.print(expansion_line(exp.rewrite, exp.terms), highlight=False)
+
+    def timings(self) -> dict:
+        """`first_text`: seconds from the start of the command's work to the first streamed text."""
+        return {} if self.first_text is None else {"first_text": round(self.first_text, 4)}

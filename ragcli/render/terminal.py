@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ragcli.render.data import books_of, model_name, summary_row
+from ragcli.render.data import model_name, summary_row, summary_warnings, supported_share
 from ragcli.types import Book, Hit, Summary
 
 
@@ -33,38 +33,107 @@ def _escape(text: str) -> str:
 
 # -- search, books, info, ingest, eval ------------------------------------------------------------
 
-def hits_table(hits: list[Hit], query: str):
-    from rich.table import Table
+SNIPPET_LINES = 2  # a hit on a terminal: a header line, two lines of text, the scores with --verbose
 
-    table = Table(show_lines=True, expand=True)
-    table.add_column("#", justify="right", width=3)
-    table.add_column("where", ratio=1)
-    table.add_column("text", ratio=3)
-    table.add_column("score", justify="right", width=8)
+
+def print_hits(console, hits: list[Hit], query: str, verbose: bool = False) -> None:
+    """One hit in at most 4 lines at 80 columns: rank, book id, printed page (figure) and the tail
+    of the section; a snippet of the text; with `verbose`, the scores. In a pipe each part is one
+    unwrapped line."""
+    terminal = console.is_terminal
+    width = console.width if terminal else None
     for h in hits:
-        kind = f"Figure {h.figure_number}" if h.kind == "figure" else ""
-        where = f"[bold]{h.book_id}[/] p. {h.page_label} (pdf {h.page_start})\n[dim]{h.section_str}[/]"
-        if kind:
-            where = f"[magenta]{kind}[/]\n" + where
-        sides = []
-        if h.lexical_rank:
-            sides.append(f"bm25 #{h.lexical_rank}")
-        if h.dense_rank:
-            sides.append(f"vec #{h.dense_rank}")
-        table.add_row(str(h.rank), where, highlight(snippet(h.text, 400), query),
-                      f"{h.score:.4f}\n[dim]{' '.join(sides)}[/]")
-    return table
+        console.print(hit_header(h, width), highlight=False)
+        text = " ".join(h.text.split())
+        if width:
+            lines = _wrap(text, width - 5, SNIPPET_LINES)
+        else:
+            lines = [snippet(text, 300)]
+        for line in lines:
+            out = highlight(line, query)
+            out.pad_left(5)
+            console.print(out)
+        if verbose:
+            console.print(f"     [dim]{hit_scores(h)}[/]", highlight=False)
 
 
-def books_table(books: list[Book]):
+def hit_header(h: Hit, width: int | None = None) -> str:
+    """`  3. fm4-25-11 · p. 2-25 · Figure 2-31 · … › Tourniquet` (the section cut from the left)."""
+    head = f"{h.rank:>3}. [bold]{_escape(h.book_id)}[/] · p. {_escape(h.page_label)}"
+    plain = len(f"{h.rank:>3}. {h.book_id} · p. {h.page_label}")
+    if h.kind == "figure" and h.figure_number:
+        head += f" · [magenta]Figure {_escape(h.figure_number)}[/]"
+        plain += len(f" · Figure {h.figure_number}")
+    section = h.section_str
+    if section and width:
+        section = section_tail(h.section_path, width - plain - 3)
+    if section:
+        head += f" · [dim]{_escape(section)}[/]"
+    return head
+
+
+def section_tail(path: list[str], room: int) -> str:
+    """The last parts of a section path that fit in `room` characters ("… › 2-20. Tourniquet"),
+    cut at a word when even the last part is too long."""
+    parts: list[str] = []
+    for part in reversed(path):
+        candidate = " › ".join([part, *parts])
+        if len(candidate) + (2 if part is not path[0] else 0) > room:
+            break
+        parts.insert(0, part)
+    if not parts:
+        if room < 12 or not path:
+            return ""
+        last = path[-1]
+        return "…" + last[len(last) - (room - 1):].split(" ", 1)[-1] if len(last) > room else last
+    text = " › ".join(parts)
+    return text if len(parts) == len(path) else "… › " + text
+
+
+def hit_scores(h: Hit) -> str:
+    """What the fused score is made of, in words."""
+    parts = [f"score {h.score:.4f}"]
+    parts.append(f"words #{h.lexical_rank}" if h.lexical_rank else "words: not found")
+    parts.append(f"meaning #{h.dense_rank}" if h.dense_rank else "meaning: not in the top")
+    if h.dense_score is not None:
+        parts.append(f"similarity {h.dense_score:.2f}")
+    return " · ".join(parts)
+
+
+def _wrap(text: str, width: int, max_lines: int) -> list[str]:
+    """Word-boundary lines; the last one ends in … when text is left over."""
+    import textwrap
+
+    lines = textwrap.wrap(text, max(width, 20), break_long_words=True, break_on_hyphens=False)
+    if len(lines) <= max_lines:
+        return lines
+    kept = lines[:max_lines]
+    last = kept[-1]
+    if len(last) + 1 > width:
+        last = last[:width - 1].rsplit(" ", 1)[0]
+    kept[-1] = last + "…"
+    return kept
+
+
+def books_table(books: list[Book], width: int | None = None):
+    """The id (what --book takes) is never cut; the title wraps; the date goes first when narrow."""
+    from rich import box
     from rich.table import Table
 
-    table = Table()
-    for col in ("id", "title", "pages", "sections", "figures", "passages", "ingested at"):
-        table.add_column(col, justify="right" if col in ("pages", "sections", "figures", "passages") else "left")
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    cols = ["id", "title", "pages", "sections", "figures", "passages", "ingested"]
+    if width and width < 100:
+        cols.remove("ingested")
+    id_width = len(max((b.id for b in books), key=len, default=""))
+    for col in cols:
+        numeric = col in ("pages", "sections", "figures", "passages")
+        table.add_column(col, justify="right" if numeric else "left", no_wrap=col != "title",
+                         min_width=id_width if col == "id" else (12 if col == "title" else None))
     for b in books:
-        table.add_row(b.id, b.title, str(b.page_count), str(b.sections), str(b.figures), str(b.passages),
-                      b.ingested_at)
+        row = {"id": _escape(b.id), "title": _escape(b.title), "pages": str(b.page_count),
+               "sections": str(b.sections), "figures": str(b.figures), "passages": str(b.passages),
+               "ingested": b.ingested_at[:10]}
+        table.add_row(*(row[c] for c in cols))
     return table
 
 
@@ -82,9 +151,9 @@ def ingest_line(r) -> str | None:
         return None
     if r.status == "unchanged":
         return f"[dim]unchanged[/] {r.book_id}: already in the corpus ({r.path})"
-    return (f"[green]{r.status}[/] [bold]{r.book_id}[/] “{r.title}”: {r.pages} pages, {r.sections} sections, "
-            f"{r.figures} figures, {r.passages} passages ({r.embedded} embedded, {r.reused} reused) "
-            f"in {r.seconds:.1f}s")
+    return (f"[green]{r.status}[/] [bold]{_escape(r.book_id)}[/] “{_escape(r.title)}”: {r.pages} pages, "
+            f"{r.sections} sections, {r.figures} figures, {r.passages} passages in {r.seconds:.1f}s "
+            f"({r.embedded} vectors computed, {r.reused} reused)")
 
 
 def reembed_line(report: dict) -> str:
@@ -136,6 +205,8 @@ def expansion_line(rewrite, terms) -> str:
 
 
 def print_answer(console, answer, streamed: bool = False, evidence: bool = False) -> None:
+    """The answer (unless it was streamed), its health in words, what --verify did, each sentence's
+    support (quotes, for an extractive answer), then the sources."""
     if answer.notice:
         console.print(f"[yellow]{_escape(answer.notice)}[/]", highlight=False)
     if answer.status == "no_context" and not answer.answer:
@@ -144,10 +215,11 @@ def print_answer(console, answer, streamed: bool = False, evidence: bool = False
         console.print()
     else:
         console.print(styled_answer(answer.answer))
-    if answer.status == "unsupported":
-        console.print("[bold red]unsupported:[/] no sentence of this answer cites a retrieved passage")
+    print_health(console, answer.warnings, answer.status)
+    if answer.verification:
+        print_verification(console, answer.verification)
     if answer.claims:
-        print_claims(console, answer.claims, evidence)
+        print_claims(console, answer.claims, evidence, quoted=answer.status == "extractive")
     cited = [s for s in answer.sources if s.label in answer.citations]
     other = [s for s in answer.sources if s.label not in answer.citations]
     if cited:
@@ -158,6 +230,44 @@ def print_answer(console, answer, streamed: bool = False, evidence: bool = False
         console.print("\n[dim]Other retrieved passages[/]" if cited else "\n[bold]Nearest passages[/]")
         for s in other:
             console.print(f"[dim]{source_line(s)}[/]", highlight=False)
+
+
+def health_words(warnings, status: str = "") -> str:
+    """The warnings as one sentence-like line, readable without colour."""
+    messages = [w.message if hasattr(w, "message") else w["message"] for w in warnings]
+    if status == "unsupported" and not any((getattr(w, "code", None) or w.get("code")) == "unsupported"
+                                           for w in warnings):
+        messages.insert(0, "no sentence of this answer cites a retrieved passage")
+    return "; ".join(messages)
+
+
+def print_health(console, warnings, status: str = "") -> None:
+    """One line after the answer, in words: `warning: ...` (bold red when unsupported)."""
+    words = health_words(warnings, status)
+    if not words:
+        return
+    label = "[bold red]unsupported:[/]" if status == "unsupported" else "[bold yellow]warning:[/]"
+    console.print(f"{label} {_escape(words)}", highlight=False)
+
+
+def print_verification(console, verification: dict) -> None:
+    """What --verify did: a one-line count, each removed claim struck through with its verdict; or
+    why it was skipped."""
+    if verification.get("skipped"):
+        console.print(f"\n[bold]verification skipped:[/] {_escape(verification['skipped'])}", highlight=False)
+        return
+    verdicts = verification.get("verdicts") or []
+    removed = verification.get("removed_claims") or []
+    unknown = sum(1 for v in verdicts if v.get("verdict") is None)
+    line = f"\n[bold]verified:[/] {len(verdicts)} claim{'s' if len(verdicts) != 1 else ''} checked, " \
+           f"{len(removed)} removed"
+    if unknown:
+        line += f", {unknown} without a verdict"
+    console.print(line, highlight=False)
+    by_text = {v.get("claim"): v.get("verdict") for v in verdicts}
+    for text in removed:
+        console.print(f"  [red]✗ removed ({by_text.get(text) or 'unsupported'}):[/] [strike dim]{_escape(text)}[/]",
+                      highlight=False)
 
 
 def source_line(source) -> str:
@@ -171,7 +281,17 @@ SUPPORT_MARKS = {"supported": ("✓", "green"), "weak": ("~", "yellow"), "unsupp
                  "no_source": ("?", "magenta"), "not_factual": ("·", "dim")}
 
 
-def print_claims(console, claims, evidence: bool) -> None:
+def print_claims(console, claims, evidence: bool, quoted: bool = False) -> None:
+    """Each sentence with its support. `quoted` (an extractive text): the sentences are the book's
+    own, so each is shown as a quote with its page, not as "supported" (which a reader would take
+    for "answers you")."""
+    if quoted:
+        console.print("\n[bold]Quoted from the book[/] [dim](sentences picked by similarity to the question; "
+                      "they may not answer it)[/]")
+        for c in claims:
+            where = f" p. {c.evidence.page_label}" if c.evidence else ""
+            console.print(f"[cyan]❝[/] {_escape(c.text)}[dim]{where}[/]", highlight=False)
+        return
     console.print("\n[bold]Support[/]")
     for c in claims:
         mark, colour = SUPPORT_MARKS.get(c.support, ("?", "white"))
@@ -193,11 +313,15 @@ def _date(created_at: str) -> str:
     return created_at.replace("T", " ")[:16]
 
 
-def print_summary(console, summary: Summary, streamed: bool = False) -> None:
-    """The saved text (unless it was already streamed), its support and its cited sources."""
+def print_summary(console, summary: Summary, streamed: bool = False, saved: bool = True) -> None:
+    """The saved text (unless it was already streamed; Markdown rendered on a terminal), its health
+    and share of supported sentences, its support and its cited sources."""
     title = f"Summary #{summary.number} · {_escape(summary.topic)} · {_date(summary.created_at)}"
-    if streamed:
-        console.print(f"\n\n[bold]saved as {title}[/]", highlight=False)
+    if not saved:
+        console.print(f"\n[bold red]not saved:[/] summary of {_escape(summary.topic)} · "
+                      f"{_date(summary.created_at)}", highlight=False)
+    elif streamed:
+        console.print(f"\n[bold]saved as {title}[/]", highlight=False)
     else:
         console.print(f"[bold]{title}[/]", highlight=False)
     if summary.kind in KIND_NOTE:
@@ -209,9 +333,18 @@ def print_summary(console, summary: Summary, streamed: bool = False) -> None:
                       f" (`ragcli summary new` makes a fresh one)", highlight=False)
     if not streamed:
         console.print()
-        console.print(styled_answer(summary.text))
+        if console.is_terminal:
+            from rich.markdown import Markdown
+
+            console.print(Markdown(summary.text))
+        else:
+            console.print(summary.text, markup=False, highlight=False)
+    share = supported_share(summary.claims)
+    if share is not None and summary.kind != "extractive":
+        console.print(f"\n[bold]supported:[/] {share:.0%} of its factual sentences", highlight=False)
+    print_health(console, summary_warnings(summary))
     if summary.claims:
-        print_claims(console, summary.claims, evidence=False)
+        print_claims(console, summary.claims, evidence=False, quoted=summary.kind == "extractive")
     cited = [s for s in summary.sources if s.get("cited")]
     if cited:
         console.print("\n[bold]Sources[/]")
@@ -236,18 +369,30 @@ def summary_source_line(source: dict) -> str:
 
 
 def summaries_table(summaries: list[Summary]):
+    """`summary list`: number, date, kind, model, cited sources, share of supported sentences, health."""
+    from rich import box
     from rich.table import Table
 
-    table = Table()
-    for col in ("#", "date", "kind", "model", "books", "cited", "status"):
-        table.add_column(col, justify="right" if col in ("#", "cited") else "left",
-                         no_wrap=col in ("#", "date", "kind", "cited", "status"))
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("#", "date", "kind", "model", "cited", "supported", "health"):
+        table.add_column(col, justify="right" if col in ("#", "cited", "supported") else "left",
+                         no_wrap=col in ("#", "date", "kind", "cited", "supported"))
     for s in summaries:
         row = summary_row(s)
-        status = f"[red]stale[/] ({len(s.stale_sources)} gone)" if s.status == "stale" else "[green]ok[/]"
-        table.add_row(str(s.number), _date(s.created_at), s.kind, str(row["model"] or "—"),
-                      ", ".join(books_of(s)), f"{row['cited']}/{row['sources']}", status)
+        table.add_row(str(s.number), _date(s.created_at), s.kind, _escape(str(row["model"] or "—")),
+                      f"{row['cited']}/{row['sources']}",
+                      "—" if row["supported_share"] is None or s.kind == "extractive"
+                      else f"{row['supported_share']:.0%}", summary_health_cell(s))
     return table
+
+
+def summary_health_cell(summary: Summary) -> str:
+    """`ok`, or what is wrong in words: stale, and the saved warnings' codes."""
+    parts = []
+    if summary.status == "stale":
+        parts.append(f"[red]stale[/] ({len(summary.stale_sources)} gone)")
+    parts += [f"[yellow]{_escape(w['code'])}[/]" for w in summary_warnings(summary)]
+    return ", ".join(parts) or "[green]ok[/]"
 
 
 def topics_table(rows: list[dict]):

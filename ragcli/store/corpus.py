@@ -228,9 +228,12 @@ def page_labels(conn, book_id: str) -> dict[int, str]:
 
 
 def counts(conn) -> dict[str, int]:
+    """Rows of each kind. `passages` are text passages only (as `books` and ingest count them); the
+    figure captions searched beside them are `figures`."""
     out = {}
     for table in ("books", "pages", "sections", "figures", "passages", "terms"):
-        out[table] = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+        where = " WHERE kind = 'passage'" if table == "passages" else ""
+        out[table] = conn.execute(f"SELECT COUNT(*) FROM {table}{where}").fetchone()[0]
     return out
 
 

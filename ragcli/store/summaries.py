@@ -26,8 +26,8 @@ def _dumps(value) -> str:
 def insert_summary(conn, summary: Summary) -> int:
     """Save `summary` as the next number of its topic; returns that number (also set on `summary`)."""
     with transaction(conn):
-        number = conn.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM summaries WHERE topic_key = ?",
-                              (summary.topic_key,)).fetchone()[0]
+        number = max(conn.execute("SELECT COALESCE(MAX(number), 0) FROM summaries WHERE topic_key = ?",
+                                  (summary.topic_key,)).fetchone()[0], _deleted_up_to(conn, summary.topic_key)) + 1
         cur = conn.execute(
             "INSERT INTO summaries(topic, topic_key, number, kind, text, model, params, claims,"
             " removed_citations, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -40,6 +40,27 @@ def insert_summary(conn, summary: Summary) -> int:
             [(cur.lastrowid, *_source_row(s)) for s in summary.sources])
     summary.number = number
     return number
+
+
+def delete_summary(conn, topic_key: str, number: int) -> bool:
+    """Delete one summary (its sources go with it). The number is never given again: the highest
+    deleted number of the topic is kept in `meta`, so every other summary keeps its number and a
+    note that says "#3" never comes to mean another text."""
+    with transaction(conn):
+        gone = conn.execute("DELETE FROM summaries WHERE topic_key = ? AND number = ?",
+                            (topic_key, number)).rowcount
+        if gone and number > _deleted_up_to(conn, topic_key):
+            conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                         "value = excluded.value", (_DELETED_KEY + topic_key, str(number)))
+    return bool(gone)
+
+
+_DELETED_KEY = "summary_deleted_up_to:"
+
+
+def _deleted_up_to(conn, topic_key: str) -> int:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_DELETED_KEY + topic_key,)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _source_row(source: dict) -> tuple:

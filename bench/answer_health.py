@@ -1,0 +1,135 @@
+"""Answer health on real models: run `ask` (optionally --verify) and `summary new` over a question set
+with one model, keep every answer with its health (status, warnings) for reading and labelling, and
+compare the health checks with the labels when a labels file is given.
+
+    python bench/answer_health.py --db fm.db --model qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \
+        --questions bench/fm4-25-11-questions.jsonl --every 3 --limit 30 --out run.jsonl \
+        [--verify-every 3] [--topics "heat stroke,tourniquet"] [--k 4 --max-tokens 160 --ctx 2048]
+    python bench/answer_health.py --score run.jsonl --labels bench/answer_health_labels.jsonl
+
+Labels (one JSON object a line): {"id": "...", "model": "...", "label": "looping" | "echo" |
+"cut_off" | "off_topic" | "fine", "note": "..."}. The bar (issue 13): every answer labelled
+looping, echo or cut_off is flagged (a warning of the matching kind), and at most 1 in 10 of those
+labelled fine is flagged at all.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# which warning codes count as "flagged" for each label
+EXPECTED = {"looping": {"repetition"}, "echo": {"echo"}, "cut_off": {"truncated"}}
+ANY_FLAG = {"truncated", "repetition", "echo", "weak", "unsupported"}
+
+
+def run(args) -> None:
+    from ragcli import ask, summary
+    from ragcli.answer import grounding, health
+    from ragcli.models import embed
+    from ragcli.models.embed import MemoEmbedder
+    from ragcli.models.factory import load_model
+    from ragcli.render.data import answer_data, summary_data
+    from ragcli.store import db
+
+    conn = db.connect(Path(args.db), create=False)
+    embedder = MemoEmbedder(embed.get_embedder())
+    model = load_model(args.model, n_ctx=args.ctx, threads=args.threads, seed=0, temperature=0.2)
+    questions = [json.loads(line) for line in Path(args.questions).read_text().splitlines() if line.strip()]
+    questions = questions[::args.every][:args.limit]
+    out = open(args.out, "a", encoding="utf-8")
+    done = {json.loads(line)["id"] for line in open(args.out, encoding="utf-8")} if Path(args.out).stat().st_size else set()
+    name = Path(args.model).name
+    for i, q in enumerate(questions):
+        verify = bool(args.verify_every) and i % args.verify_every == 0
+        key = f"{name}:{q['id']}{':verify' if verify else ''}"
+        if key in done:
+            continue
+        t = time.perf_counter()
+        opts = ask.AskOptions(k=args.k, max_tokens=args.max_tokens)
+        answer = ask.ask(conn, embedder, q["question"], model, opts)
+        grounding.assess(answer, embedder, model if verify else None)
+        health.finish(answer)
+        row = {"id": key, "kind": "ask", "model": name, "question": q["question"], "verify": verify,
+               "seconds": round(time.perf_counter() - t, 1), **answer_data(answer)}
+        row.pop("sources", None)
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out.flush()
+        print(f"{key}: {answer.status} {[w.code for w in answer.warnings]} {row['seconds']}s", flush=True)
+    for topic in [t.strip() for t in (args.topics or "").split(",") if t.strip()]:
+        key = f"{name}:summary:{topic}"
+        if key in done:
+            continue
+        t = time.perf_counter()
+        s = summary.generate(conn, embedder, topic, model, summary.SummaryOptions(k=args.k + 2,
+                                                                                   max_tokens=args.max_tokens * 2))
+        row = {"id": key, "kind": "summary", "model": name, "question": topic,
+               "seconds": round(time.perf_counter() - t, 1), **summary_data(s)}
+        row.pop("sources", None)
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out.flush()
+        print(f"{key}: {[w['code'] for w in row['warnings']]} {row['seconds']}s", flush=True)
+
+
+def score(args) -> None:
+    runs = {}
+    for path in args.score:
+        for line in open(path, encoding="utf-8"):
+            row = json.loads(line)
+            runs[row["id"]] = row
+    labels = [json.loads(line) for line in open(args.labels, encoding="utf-8") if line.strip()]
+    missed, flagged_fine, fine, by_label = [], [], 0, {}
+    for lab in labels:
+        row = runs.get(lab["id"])
+        if row is None:
+            continue
+        codes = {w["code"] for w in row["warnings"]}
+        by_label.setdefault(lab["label"], []).append(lab["id"])
+        want = EXPECTED.get(lab["label"])
+        if want and not want & codes:
+            missed.append((lab["id"], lab["label"], sorted(codes)))
+        if lab["label"] == "fine":
+            fine += 1
+            if codes & ANY_FLAG:
+                flagged_fine.append((lab["id"], sorted(codes)))
+    print("labels:", {k: len(v) for k, v in sorted(by_label.items())})
+    bad = sum(len(v) for k, v in by_label.items() if k in EXPECTED)
+    print(f"looping/echo/cut_off flagged: {bad - len(missed)} of {bad} (bar: all)")
+    for m in missed:
+        print("  missed:", *m)
+    print(f"fine answers flagged: {len(flagged_fine)} of {fine} (bar: <= 1 in 10)")
+    for f in flagged_fine:
+        print("  flagged:", *f)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--db")
+    p.add_argument("--model")
+    p.add_argument("--questions", default=str(ROOT / "bench" / "fm4-25-11-questions.jsonl"))
+    p.add_argument("--every", type=int, default=3)
+    p.add_argument("--limit", type=int, default=30)
+    p.add_argument("--k", type=int, default=4)
+    p.add_argument("--max-tokens", type=int, default=160)
+    p.add_argument("--ctx", type=int, default=2048)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--verify-every", type=int, default=0)
+    p.add_argument("--topics")
+    p.add_argument("--out")
+    p.add_argument("--score", nargs="*")
+    p.add_argument("--labels")
+    args = p.parse_args()
+    if args.score:
+        score(args)
+    else:
+        Path(args.out).touch()
+        run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,322 @@
+"""An answer's health: what went wrong with a model's text, found while it streams and after.
+
+Warnings (code -> what it means), each with a message in words:
+- `truncated`: the answer did not finish: the model hit `max_tokens`, or generation was stopped
+  because it looped;
+- `repetition`: the text loops (a stretch repeated back to back, or one sentence again and again);
+  generation stops as soon as that is seen, and repeated sentences are dropped from the answer;
+- `echo`: the model copied the prompt (source headers, "Labels you may cite", the CONTEXT and
+  QUESTION lines, the system prompt's rules); those lines are removed before anything is shown;
+- `weak`: most factual sentences are unsupported by the passages they cite or cite none;
+- `unsupported`: no sentence cites a retrieved passage (the status says so too);
+- `stream_cut`: a server's stream stopped before the model finished (the CLI exits 6 after showing
+  the part received).
+
+`Monitor` sits in the generation loop between the model and the citation filter: `feed` passes on
+the text without echoes and raises `stop` once the text loops. `warnings` and `claim_warnings`
+turn what was seen into `HealthWarning`s; `status` folds them into the answer's status.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Iterable, Optional, Sequence
+
+from ragcli.types import Claim, HealthWarning, Source
+
+# A stretch of the text repeated back to back this many times, and at least LOOP_MIN_SPAN characters
+# in all (so "very, very, very" is not a loop and 20 copies of "eyes, " are), is a loop.
+LOOP_MIN_COPIES = 3
+LOOP_MIN_PERIOD = 4
+LOOP_MAX_PERIOD = 400
+LOOP_MIN_SPAN = 60
+# The same sentence (digits aside, at least this many words) this many times is a loop too.
+SENTENCE_MIN_WORDS = 5
+SENTENCE_MAX_COPIES = 3
+# `weak`: more than this share of the factual sentences are unsupported or cite nothing.
+WEAK_SHARE = 0.5
+# Codes that make a result not worth keeping (`summary new` refuses to save it without --keep-weak).
+BAD = ("truncated", "repetition", "weak", "unsupported", "stream_cut")
+ORDER = ("stream_cut", "unsupported", "weak", "truncated", "repetition", "echo")
+
+# The prompt's own lines a model may copy (answer/prompt.py); compared lower-cased at a line start.
+ECHO_ANYWHERE = ("labels you may cite",)
+ECHO_LINE_STARTS = ("context:", "question:", "answer the question with a citation label",
+                    "summarise what the passages say about", "task: check each numbered claim",
+                    "rules for every task")
+ECHO_PREFIX = 36  # characters of a source header or a system prompt line that identify it
+
+
+def _norm(text: str) -> str:
+    """Lower-cased, digits as 0, runs of spaces as one: "(18) The" and "(19) The" compare equal."""
+    return re.sub(r"\s+", " ", re.sub(r"\d+", "0", text.lower()))
+
+
+class LoopDetector:
+    """Fed the text as it streams; `looping` turns True once the tail repeats itself."""
+
+    def __init__(self):
+        self.raw = ""
+        self.norm = ""
+        self.looping = False
+        self.reason = ""
+        self._sentences: dict[str, int] = {}
+        self._done = 0  # characters of `norm` already split into sentences
+
+    def feed(self, piece: str) -> bool:
+        if self.looping or not piece:
+            return self.looping
+        self.raw += piece
+        self.norm = _norm(self.raw)  # whole text each time: a number may arrive one digit a piece
+        self._check_tail()
+        if not self.looping:
+            self._check_sentences()
+        return self.looping
+
+    def _check_tail(self) -> None:
+        period = _looping_period(self.norm.rstrip())
+        if period:
+            self.looping = True
+            self.reason = f"a stretch of {period} characters came back again and again"
+
+    def _check_sentences(self) -> None:
+        cut = max(self.norm.rfind(". "), self.norm.rfind("\n"))
+        if cut <= self._done:
+            return
+        for sentence in re.split(r"(?<=[.!?])\s+|\n", self.norm[self._done:cut + 1]):
+            key = re.sub(r"^[\W\d]+", "", sentence).strip(" .")
+            if len(key.split()) < SENTENCE_MIN_WORDS:
+                continue
+            self._sentences[key] = self._sentences.get(key, 0) + 1
+            if self._sentences[key] >= SENTENCE_MAX_COPIES:
+                self.looping = True
+                self.reason = f"one sentence came {self._sentences[key]} times"
+                return
+        self._done = cut + 1
+
+
+class EchoFilter:
+    """Removes lines that copy the prompt, before they are shown. Text at a line start is held back
+    only while it could still become one of the prompt's lines; "Labels you may cite" is caught
+    anywhere in a line (held back while a line's tail could be its beginning)."""
+
+    def __init__(self, line_starts: Iterable[str] = (), anywhere: Iterable[str] = ECHO_ANYWHERE):
+        self.anywhere = tuple(a.lower() for a in anywhere)
+        self.patterns = tuple(dict.fromkeys(p.lower() for p in (*line_starts, *self.anywhere) if p.strip()))
+        self.removed: list[str] = []
+        self._buf = ""
+        self._line_start = True
+        self._dropping = False
+
+    def feed(self, piece: str) -> str:
+        out: list[str] = []
+        for ch in piece:
+            self._step(ch, out)
+        return "".join(out)
+
+    def flush(self) -> str:
+        out, self._buf = self._buf, ""
+        if self._dropping:
+            self._dropping = False
+            return ""
+        return out
+
+    def _step(self, ch: str, out: list[str]) -> None:
+        if self._dropping:
+            self.removed[-1] += ch
+            if ch == "\n":
+                self._dropping, self._line_start = False, True
+            return
+        self._buf += ch
+        if self._line_start:
+            head = self._buf.lstrip(" \t-*•>#").lower()
+            if head and any(head.startswith(p) for p in self.patterns):
+                self._drop(self._buf, ch)
+                return
+            if ch != "\n" and (not head or any(p.startswith(head) for p in self.patterns)):
+                return  # could still be an echo: hold
+            self._line_start = False
+        low = self._buf.lower()
+        for marker in self.anywhere:
+            i = low.find(marker)
+            if i >= 0:
+                out.append(self._buf[:i].rstrip(" ,;:"))
+                self._drop(self._buf[i:], ch)
+                return
+        if ch == "\n":
+            out.append(self._buf)
+            self._buf, self._line_start = "", True
+            return
+        keep = max((k for m in self.anywhere for k in range(1, len(m)) if low.endswith(m[:k])), default=0)
+        out.append(self._buf[:len(self._buf) - keep])
+        self._buf = self._buf[len(self._buf) - keep:]
+
+    def _drop(self, text: str, ch: str) -> None:
+        self.removed.append(text)
+        self._buf = ""
+        if ch == "\n":
+            self._line_start = True
+        else:
+            self._dropping = True
+
+
+def echo_patterns(sources: Sequence[Source], system_prompt: str = "") -> list[str]:
+    """What a copied prompt line starts with: the fixed lines, each source's header, the system
+    prompt's lines."""
+    from ragcli.answer.prompt import source_header
+
+    out = list(ECHO_LINE_STARTS)
+    out += [source_header(s)[:ECHO_PREFIX] for s in sources]
+    for line in system_prompt.splitlines():
+        line = line.strip().lstrip("- ").strip()
+        if len(line) >= 20:
+            out.append(line[:ECHO_PREFIX])
+    return out
+
+
+class Monitor:
+    """The generation loop's health check: `feed(raw piece) -> text to pass on`; `stop` once the
+    model loops; `flush()` at the end."""
+
+    def __init__(self, sources: Sequence[Source] = (), system_prompt: Optional[str] = None):
+        if system_prompt is None:
+            from ragcli.answer.prompt import SYSTEM_PROMPT as system_prompt
+        self.echo = EchoFilter(echo_patterns(sources, system_prompt))
+        self.loop = LoopDetector()
+
+    @property
+    def stop(self) -> bool:
+        return self.loop.looping
+
+    def feed(self, piece: str) -> str:
+        self.loop.feed(piece)
+        return self.echo.feed(piece)
+
+    def flush(self) -> str:
+        return self.echo.flush()
+
+    def warnings(self, stats: Optional[dict], max_tokens: int) -> list[HealthWarning]:
+        return generation_warnings(stats or {}, max_tokens, self.loop.looping, self.echo.removed)
+
+
+def generation_warnings(stats: dict, max_tokens: int, looped: bool, echoes: Sequence[str]) -> list[HealthWarning]:
+    """Warnings known once generation ends. `stats`: the model's last-call stats (`finish_reason`
+    "length" or "stop" when the backend says, else `generated_tokens`)."""
+    out: list[HealthWarning] = []
+    reason = stats.get("finish_reason")
+    generated = stats.get("generated_tokens")
+    if looped:
+        out.append(HealthWarning("repetition", "the model repeated itself; generation was stopped and the "
+                                 "repeated sentences were dropped"))
+        out.append(HealthWarning("truncated", "the answer is cut off: the model was stopped while looping"))
+    elif reason == "length" or (reason is None and isinstance(generated, int) and generated >= max_tokens):
+        out.append(HealthWarning("truncated", f"the answer is cut off at the {max_tokens}-token limit "
+                                 f"(--max-tokens)"))
+    if echoes:
+        n = len(echoes)
+        out.append(HealthWarning("echo", f"{n} line{'s' if n > 1 else ''} copied from the prompt "
+                                 f"{'were' if n > 1 else 'was'} removed"))
+    return out
+
+
+def claim_warnings(claims: Sequence[Claim], status: str = "answered") -> list[HealthWarning]:
+    """`weak` (most factual sentences lack support) and `unsupported` (nothing cited), from the
+    graded claims."""
+    out: list[HealthWarning] = []
+    if status == "unsupported":
+        out.append(HealthWarning("unsupported", "no sentence of this answer cites a retrieved passage"))
+        return out
+    factual = [c for c in claims if c.support != "not_factual"]
+    bad = [c for c in factual if c.support in ("unsupported", "no_source")]
+    if factual and len(bad) / len(factual) > WEAK_SHARE:
+        out.append(HealthWarning("weak", f"{len(bad)} of {len(factual)} sentences are not backed by the "
+                                 f"passages they cite, or cite none"))
+    return out
+
+
+def merge(*groups: Iterable[HealthWarning]) -> list[HealthWarning]:
+    """One warning per code, in the order of ORDER."""
+    seen: dict[str, HealthWarning] = {}
+    for group in groups:
+        for w in group:
+            seen.setdefault(w.code, w)
+    return sorted(seen.values(), key=lambda w: ORDER.index(w.code) if w.code in ORDER else len(ORDER))
+
+
+def status(current: str, warnings: Sequence[HealthWarning]) -> str:
+    """An answered text that did not finish becomes `incomplete`; other statuses stay."""
+    if current == "answered" and any(w.code in ("truncated", "repetition", "stream_cut") for w in warnings):
+        return "incomplete"
+    return current
+
+
+def is_bad(warnings: Iterable) -> bool:
+    return any((w.code if isinstance(w, HealthWarning) else w.get("code")) in BAD for w in warnings)
+
+
+def drop_repeats(text: str) -> str:
+    """The text with every repeat of a sentence (digits aside, SENTENCE_MIN_WORDS words or more)
+    dropped, and a tail that loops cut to its first copy."""
+    parts = re.split(r"(?<=[.!?])(\s+)|(\n)", text)
+    seen: set[str] = set()
+    out: list[str] = []
+    for part in parts:
+        if part is None:
+            continue
+        key = re.sub(r"^[\W\d]+", "", _norm(part)).strip(" .")
+        if len(key.split()) >= SENTENCE_MIN_WORDS:
+            if key in seen:
+                if out and out[-1].isspace():
+                    out.pop()
+                continue
+            seen.add(key)
+        out.append(part)
+    return _cut_looping_tail("".join(out)).strip()
+
+
+def _looping_period(text: str) -> Optional[int]:
+    """The length of a stretch that ends `text` repeated back to back (LOOP_MIN_COPIES times and
+    LOOP_MIN_SPAN characters at least), or None."""
+    n = len(text)
+    for period in range(LOOP_MIN_PERIOD, min(LOOP_MAX_PERIOD, n // LOOP_MIN_COPIES) + 1):
+        copies = max(LOOP_MIN_COPIES, math.ceil(LOOP_MIN_SPAN / period))
+        if period * copies > n:
+            continue
+        block = text[n - period:]
+        if all(text[n - (i + 1) * period:n - i * period] == block for i in range(1, copies)):
+            return period
+    return None
+
+
+def _cut_looping_tail(text: str) -> str:
+    """"a b c, a b c, a b c, a b c" -> "a b c, ": a periodic tail kept once."""
+    period = _looping_period(text)
+    if not period:
+        return text
+    block, start = text[len(text) - period:], len(text) - period
+    while start - period >= 0 and text[start - period:start] == block:
+        start -= period
+    return text[:start + period]
+
+
+def finish(answer) -> None:
+    """After grounding: add `weak` / `unsupported` from the graded claims and fold the warnings
+    into the status (`incomplete` for an answer that did not finish)."""
+    if answer.status in ("answered", "unsupported"):
+        answer.warnings = merge(answer.warnings, claim_warnings(answer.claims, answer.status))
+    answer.status = status(answer.status, answer.warnings)
+
+
+def verification_skipped(answer, has_model: bool) -> Optional[str]:
+    """Why `--verify` checked nothing (None when it ran)."""
+    if answer.verification is not None:
+        return None
+    if not has_model:
+        return "no model is configured: the answer is quoted from the book, there is no draft to check"
+    if answer.status == "no_context":
+        return "nothing relevant was retrieved, so no answer was written"
+    if answer.status == "unsupported":
+        return "the draft cites no retrieved passage, so no claim can be checked against one"
+    if answer.status == "no_answer":
+        return "the model said the passages do not answer the question"
+    return "the answer has no factual sentence to check"

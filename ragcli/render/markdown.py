@@ -1,0 +1,74 @@
+"""`--format markdown`: an answer or a summary as a Markdown document for notes and sharing.
+
+Citation labels become footnote references (`[S1]` -> `[^S1]`), and each cited source a footnote:
+book, section, printed page and PDF page. Health warnings, when there are any, are said in a
+blockquote under the text, so a saved note keeps them."""
+from __future__ import annotations
+
+import re
+
+from ragcli.render.data import summary_warnings, supported_share
+from ragcli.types import Summary
+
+_LABEL = re.compile(r"\[([SF]\d+)\]")
+
+
+def _footnoted(text: str) -> str:
+    return _LABEL.sub(lambda m: f"[^{m.group(1)}]", text)
+
+
+def _footnote(label: str, book: str, section: str, page_label, page, figure=None) -> str:
+    where = [book or "?"]
+    if section:
+        where.append(section)
+    if figure:
+        where.append(f"Figure {figure}")
+    where.append(f"p. {page_label}" + (f" (PDF page {page})" if page is not None else ""))
+    return f"[^{label}]: " + ", ".join(where) + "."
+
+
+def _warnings_block(warnings) -> list[str]:
+    messages = [w.message if hasattr(w, "message") else w["message"] for w in warnings]
+    return [f"> **Warning:** {m}" for m in messages]
+
+
+def answer_markdown(answer) -> str:
+    lines = [f"# {answer.question.strip()}", ""]
+    if answer.notice:
+        lines += [f"> {answer.notice}", ""]
+    lines += [_footnoted(answer.answer) if answer.answer else "*No answer.*", ""]
+    block = _warnings_block(answer.warnings)
+    if answer.status == "unsupported" and not any(w.code == "unsupported" for w in answer.warnings):
+        block.insert(0, "> **Warning:** no sentence of this answer cites a retrieved passage")
+    if block:
+        lines += block + [""]
+    if answer.status == "extractive":
+        lines += ["*Sentences quoted from the book (no model was used); they may not answer the question.*", ""]
+    cited = [s for s in answer.sources if s.label in answer.citations]
+    for s in cited:
+        h = s.hit
+        lines.append(_footnote(s.label, h.book_title, h.section_str, h.page_label, h.page_start,
+                               h.figure_number if h.kind == "figure" else None))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def summary_markdown(summary: Summary) -> str:
+    lines = [f"# {summary.topic}", "",
+             f"*Summary #{summary.number}, {summary.created_at.replace('T', ' ')[:16]}"
+             + (", extractive (no model)" if summary.kind == "extractive" else "")
+             + (f", {supported_share(summary.claims):.0%} of its factual sentences supported"
+                if summary.kind != "extractive" and supported_share(summary.claims) is not None else "") + "*",
+             ""]
+    if summary.status == "stale":
+        lines += [f"> **Stale:** the books changed since; gone: {', '.join(summary.stale_sources)}", ""]
+    text = re.sub(r"^(#{1,5}) ", r"#\1 ", summary.text, flags=re.M)  # its headings under the title
+    lines += [_footnoted(text), ""]
+    block = _warnings_block(summary_warnings(summary))
+    if block:
+        lines += block + [""]
+    for s in summary.sources:
+        if s.get("cited"):
+            lines.append(_footnote(s["label"], s.get("book_title") or s["book_id"],
+                                   " › ".join(s.get("section_path") or []), s.get("page_label"),
+                                   s.get("page_start"), s.get("figure_number") if s.get("kind") == "figure" else None))
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,97 @@
+"""Run ragcli as a person sees it: in a pseudo-terminal of a given size, the output fed to a terminal
+emulator (pyte), every chunk timed.
+
+`run(args, columns=80)` -> Screen: `.text` (the final screen, one string per row, trailing spaces
+dropped), `.raw` (every byte written, as text), `.chunks` ([(seconds since start, text)]),
+`.returncode`, `.longest_gap` (seconds between two writes, start to exit), `.seen(text)` (did the text
+appear on screen at any moment: after each chunk the screen is checked), `.stdout` when stdout was piped.
+"""
+from __future__ import annotations
+
+import codecs
+import fcntl
+import os
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Screen:
+    returncode: int
+    chunks: list[tuple[float, str]]
+    text: list[str]
+    snapshots: list[list[str]] = field(default_factory=list)  # the screen after each chunk
+    stdout: str | None = None
+    elapsed: float = 0.0
+
+    @property
+    def raw(self) -> str:
+        return "".join(c for _, c in self.chunks)
+
+    @property
+    def longest_gap(self) -> float:
+        times = [0.0] + [t for t, _ in self.chunks] + [self.elapsed]
+        return max(b - a for a, b in zip(times, times[1:]))
+
+    def seen(self, needle: str) -> bool:
+        return any(needle in line for snap in self.snapshots for line in snap)
+
+    @property
+    def screen(self) -> str:
+        return "\n".join(self.text).rstrip("\n")
+
+
+def run(args, columns: int = 80, rows: int = 200, pipe_stdout: bool = False, env: dict | None = None,
+        timeout: float = 600) -> Screen:
+    import pyte
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    environment = dict(env if env is not None else os.environ)
+    environment.update(COLUMNS=str(columns), LINES=str(rows), TERM="xterm-256color")
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "ragcli", *map(str, args)], stdin=slave,
+                            stdout=subprocess.PIPE if pipe_stdout else slave, stderr=slave, cwd=ROOT,
+                            env=environment, close_fds=True, start_new_session=True)
+    os.close(slave)
+    screen = pyte.Screen(columns, rows)
+    stream = pyte.Stream(screen)
+    chunks: list[tuple[float, str]] = []
+    snapshots: list[list[str]] = []
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    out_fd = proc.stdout.fileno() if pipe_stdout else None
+    piped: list[bytes] = []
+    fds = [master] + ([out_fd] if out_fd is not None else [])
+    while fds:
+        if time.monotonic() - start > timeout:
+            proc.kill()
+            raise TimeoutError(f"ragcli {' '.join(map(str, args))} ran over {timeout} s")
+        ready, _, _ = select.select(fds, [], [], 0.05)
+        for fd in ready:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                data = b""
+            if not data:
+                fds.remove(fd)
+                continue
+            if fd == out_fd:
+                piped.append(data)
+                continue
+            text = decoder.decode(data)
+            chunks.append((time.monotonic() - start, text))
+            stream.feed(text)
+            snapshots.append([line.rstrip() for line in screen.display])
+    proc.wait()
+    os.close(master)
+    elapsed = time.monotonic() - start
+    return Screen(proc.returncode, chunks, [line.rstrip() for line in screen.display], snapshots,
+                  b"".join(piped).decode("utf-8", errors="replace") if pipe_stdout else None, elapsed)

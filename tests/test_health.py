@@ -1,0 +1,95 @@
+"""An answer's health (answer/health.py): loops, prompt echoes, cut-off and weak answers."""
+from __future__ import annotations
+
+from ragcli.answer import health
+from ragcli.types import Claim, HealthWarning, Hit, Source
+
+
+def _fed(detector_or_filter, text: str, step: int = 3) -> str:
+    out = []
+    for i in range(0, len(text), step):
+        out.append(detector_or_filter.feed(text[i:i + step]))
+    return "".join(o for o in out if isinstance(o, str))
+
+
+def test_a_sentence_repeated_with_counting_numbers_is_a_loop_and_stops_early():
+    text = "".join(f"({i}) The casualty must be moved to a cool shaded area [S1]. " for i in range(1, 30))
+    loop = health.LoopDetector()
+    stopped = next(i for i in range(0, len(text), 3) if loop.feed(text[i:i + 3]))
+    assert loop.looping and stopped < len(text) // 5  # after about 3 copies, not 29
+
+
+def test_a_short_stretch_repeated_many_times_is_a_loop():
+    loop = health.LoopDetector()
+    _fed(loop, "Check the eyes, " + "eyes, " * 30)
+    assert loop.looping
+
+
+def test_ordinary_answers_and_lists_are_not_loops():
+    answers = [
+        "Apply a tourniquet 2 inches above the wound [S1]. Tighten it until the bleeding stops [S2]. "
+        "Note the time it was applied [S1]. Do not loosen it once applied [S3].",
+        "## Signs\n- Hot, dry skin [S1]\n- Headache [S1]\n- Dizziness [S2]\n\n## First aid\n- Move the "
+        "casualty to shade [S2]\n- Loosen the clothing [S2]\n- Pour water on the casualty [S3]\n",
+        "Very, very, very hot skin is a sign of heatstroke [S1].",
+        "1. Check for breathing [S1]. 2. Check for bleeding [S2]. 3. Check for shock [S3]. 4. Check for "
+        "fractures [S4]. 5. Check for burns [S5].",
+    ]
+    for text in answers:
+        loop = health.LoopDetector()
+        _fed(loop, text, 1)
+        assert not loop.looping, text
+
+
+def test_drop_repeats_keeps_each_sentence_once():
+    text = "Move him to shade [S1]. " + "".join(f"({i}) Cool the casualty with water at once [S2]. "
+                                               for i in range(1, 6))
+    assert health.drop_repeats(text) == "Move him to shade [S1]. (1) Cool the casualty with water at once [S2]."
+
+
+def test_echoed_prompt_lines_are_removed_as_they_stream():
+    hit = Hit(1, "passage", "fm", "FIRST AID", ["Chapter 2", "Tourniquet"], 40, 40, "2-25", "text")
+    patterns = health.echo_patterns([Source("S1", hit)], "You are ragcli, an assistant that works ONLY from "
+                                    "numbered passages of the user's books,")
+    echo = health.EchoFilter(patterns)
+    text = ("Apply a tourniquet above the wound [S1].\n[S1] FIRST AID — Chapter 2 › Tourniquet, p. 2-25\n"
+            "You are ragcli, an assistant that works ONLY from numbered passages\nTighten it [S1]. "
+            "Labels you may cite: [S1], [S2]")
+    out = _fed(echo, text, 2) + echo.flush()
+    assert out.strip() == "Apply a tourniquet above the wound [S1].\nTighten it [S1]."
+    assert len(echo.removed) == 3
+
+
+def test_text_that_only_starts_like_the_prompt_is_kept():
+    echo = health.EchoFilter(health.echo_patterns([], ""))
+    text = "Questions about shock: keep him warm [S1].\nLabels on the kit show the date [S2]."
+    assert _fed(echo, text, 1) + echo.flush() == text
+    assert echo.removed == []
+
+
+def test_generation_warnings():
+    cut = health.generation_warnings({"finish_reason": "length", "generated_tokens": 64}, 64, False, [])
+    assert [w.code for w in cut] == ["truncated"] and "64-token limit" in cut[0].message
+    looped = health.generation_warnings({"finish_reason": None, "generated_tokens": 30}, 64, True, ["x"])
+    assert {w.code for w in looped} == {"truncated", "repetition", "echo"}
+    fine = health.generation_warnings({"finish_reason": "stop", "generated_tokens": 64}, 64, False, [])
+    assert fine == []
+    unknown = health.generation_warnings({"generated_tokens": 64}, 64, False, [])  # backend gave no reason
+    assert [w.code for w in unknown] == ["truncated"]
+
+
+def test_weak_when_most_factual_sentences_lack_support():
+    claims = [Claim("a b c", ["S1"], "supported"), Claim("d e f", [], "no_source"),
+              Claim("g h i", ["S2"], "unsupported"), Claim("Thanks.", [], "not_factual")]
+    assert [w.code for w in health.claim_warnings(claims)] == ["weak"]
+    assert health.claim_warnings(claims[:1] + claims[3:]) == []
+    assert [w.code for w in health.claim_warnings([], "unsupported")] == ["unsupported"]
+
+
+def test_status_and_badness():
+    cut = [HealthWarning("truncated", "cut")]
+    assert health.status("answered", cut) == "incomplete"
+    assert health.status("unsupported", cut) == "unsupported"
+    assert health.status("answered", [HealthWarning("echo", "x")]) == "answered"
+    assert health.is_bad(cut) and health.is_bad([{"code": "weak", "message": "w"}])
+    assert not health.is_bad([HealthWarning("echo", "x")])

@@ -1,0 +1,116 @@
+"""What a person sees: ragcli run in a pseudo-terminal at 80 columns (pyte emulates the screen), and
+with stdout piped. The chat model is the tiny real llama.cpp model, forced by a grammar to loop, to
+copy the prompt, or to cite a label it was not given."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import terminal
+
+pytest.importorskip("pyte")
+
+QUESTION = "what is a craniotomy?"
+LOOP = 'root ::= line root\nline ::= "The casualty is moved to a cool place at once [S1]. "\n'
+
+
+def _ask(tiny_gguf, grammar_file, *more):
+    return ["ask", QUESTION, "--model", tiny_gguf, "--grammar-file", grammar_file, "--no-expand",
+            "--max-tokens", "200", "--ctx", "2048", *more]
+
+
+def _grammar(tmp_path, text: str, name: str = "g.gbnf"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _forced(tmp_path, text: str):
+    from ragcli.models.grammars import forced_text_grammar
+
+    return _grammar(tmp_path, forced_text_grammar(text))
+
+
+def test_a_looping_answer_is_stopped_and_flagged_in_json_and_in_words(corpus_db, tiny_gguf, tmp_path, cli):
+    grammar = _grammar(tmp_path, LOOP)
+    res = cli(*_ask(tiny_gguf, grammar, "--json"))
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert {"truncated", "repetition"} <= {w["code"] for w in data["warnings"]}
+    assert data["status"] in ("incomplete", "unsupported")
+    assert data["timings"]["generated_tokens"] < 200  # stopped once it looped, not at max_tokens
+    assert data["answer"].count("cool place") == 1  # repeats dropped
+
+    screen = terminal.run(_ask(tiny_gguf, grammar), columns=80)
+    assert screen.returncode == 0, screen.screen
+    lines = screen.text
+    answer = next(i for i, line in enumerate(lines) if "cool place" in line)
+    warning = next(i for i, line in enumerate(lines) if line.startswith(("warning:", "unsupported:")))
+    assert warning > answer  # after the answer, not inside it
+    said = " ".join(lines[warning:warning + 4])
+    assert "repeated itself" in said and "cut off" in said
+
+
+def test_an_echoed_prompt_line_never_reaches_the_answer_or_the_screen(corpus_db, tiny_gguf, tmp_path, cli):
+    grammar = _forced(tmp_path, "The bone flap is lifted [S1].\nLabels you may cite: [S1], [S2]")
+    res = cli(*_ask(tiny_gguf, grammar, "--json"))
+    data = json.loads(res.stdout)
+    assert "Labels you may cite" not in data["answer"] and "bone flap is lifted" in data["answer"]
+    assert "echo" in {w["code"] for w in data["warnings"]}
+
+    screen = terminal.run(_ask(tiny_gguf, grammar), columns=80)
+    assert screen.returncode == 0
+    assert not screen.seen("Labels you may cite") and "Labels you may" not in screen.raw
+    assert screen.seen("bone flap is lifted")
+
+
+def test_on_screen_no_invalid_label_warnings_after_the_answer_and_the_status_line_cleared(
+        corpus_db, tiny_gguf, tmp_path):
+    grammar = _forced(tmp_path, "The bone flap is lifted [S1]. Edema follows [S19] (p. 45).")
+    screen = terminal.run(_ask(tiny_gguf, grammar), columns=80)
+    assert screen.returncode == 0, screen.screen
+    for snapshot in screen.snapshots:  # at no moment is [S19] shown, except in the warning naming it
+        for line in snapshot:
+            if "S19" in line:
+                assert line.startswith("warning: removed citation"), line
+    lines = screen.text
+    answer = next(i for i, line in enumerate(lines) if "bone flap is lifted" in line)
+    warning = next(i for i, line in enumerate(lines) if line.startswith("warning: removed citation"))
+    assert warning > answer
+    assert "prompt tokens" in screen.raw  # the status line named the phase (shorter ones may not render)
+    assert not any(re.match(r"^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] ", line) or "prompt tokens" in line for line in lines)  # cleared
+    assert all(len(line) <= 80 for line in lines)
+
+
+def test_piped_stdout_is_plain_unwrapped_text(corpus_db, tiny_gguf, tmp_path):
+    long = ("The bone flap is lifted and kept moist while the surgeon works beneath it on the brain, "
+            "then it is put back and fixed with small plates [S1].")
+    screen = terminal.run(_ask(tiny_gguf, _forced(tmp_path, long)), columns=80, pipe_stdout=True)
+    assert screen.returncode == 0
+    out = screen.stdout
+    assert "\x1b[" not in out  # no colour codes
+    assert not any(line != line.rstrip() for line in out.splitlines())  # no trailing spaces
+    assert long.replace(" [S1]", "")[:120] in out.replace(" [S1]", "")  # one line, not wrapped at 80
+    assert not any("prompt tokens" in line for line in screen.text)  # stderr status cleared
+
+
+def test_search_fits_80_columns_in_at_most_4_lines_a_hit(corpus_db):
+    screen = terminal.run(["search", "aneurysm clipping", "-k", "5"], columns=80)
+    assert screen.returncode == 0
+    lines = [line for line in screen.text if line.strip()]
+    heads = [i for i, line in enumerate(lines) if re.match(r"^\s*\d+\. ", line)]
+    assert len(heads) == 5 and all(len(line) <= 80 for line in lines)
+    spans = [b - a for a, b in zip(heads, heads[1:] + [len(lines)])]
+    assert max(spans) <= 4
+    assert "score" not in screen.screen and "bm25" not in screen.screen
+    verbose = terminal.run(["search", "aneurysm clipping", "-k", "2", "--verbose"], columns=80)
+    assert "score" in verbose.screen and "meaning #" in verbose.screen
+
+
+def test_books_shows_full_ids_at_80_columns(corpus_db):
+    screen = terminal.run(["books"], columns=80)
+    assert screen.returncode == 0
+    for book_id in ("primer", "faa", "malawi", "heart"):
+        assert any(re.search(rf"(^|\s){book_id}(\s|$)", line) for line in screen.text), screen.screen
