@@ -17,6 +17,7 @@ class Page:
     # read health (ingest/health.py): ok | partial | unreadable | no_text_layer | blank; unreadable and
     # no_text_layer pages are the OCR candidates
     health: str = "ok"
+    ocr: str = ""  # the OCR engine that read the page ("rapidocr"); "" for a text layer
 
 
 @dataclass
@@ -55,6 +56,7 @@ class Passage:
     kind: str = "passage"  # "passage" | "figure"
     figure_number: Optional[str] = None
     ordinal: int = 0  # position within the book
+    ocr: str = ""  # the OCR engine that read its page(s); "" for a text layer
 
     def embed_text(self, book_title: str) -> str:
         """The text that is embedded: passage with its context (book title, section path)."""
@@ -77,6 +79,8 @@ class ParsedBook:
     terms: list[tuple[str, str]] = field(default_factory=list)  # (term, source) vocabulary
     warnings: list[str] = field(default_factory=list)  # what was lost while reading, one sentence each
     unreadable_pages: list[int] = field(default_factory=list)  # physical; OCR candidates
+    format: str = "pdf"  # pdf | epub | mobi | fb2 | xps | cbz | docx | html | text | beir
+    author: str = ""  # from the file's metadata, when it has one
 
 
 @dataclass
@@ -92,6 +96,10 @@ class Book:
     ingested_at: str = ""
     warnings: list[str] = field(default_factory=list)
     unreadable_pages: list[int] = field(default_factory=list)
+    format: str = ""  # pdf | epub | ... ("" for books ingested before formats were recorded)
+    author: str = ""
+    ocr_pages: int = 0  # pages whose text came from OCR
+    ocr_engine: str = ""  # the engine that read them
 
 
 @dataclass
@@ -115,6 +123,7 @@ class Hit:
     rank: int = 0
     figure_number: Optional[str] = None
     text_hash: str = ""
+    ocr: str = ""  # the OCR engine that read the passage's page(s); "" for a text layer
 
     @property
     def section_str(self) -> str:

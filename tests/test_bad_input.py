@@ -51,7 +51,7 @@ CASES = [  # file, exit code, words the message must hold
 @pytest.mark.parametrize("name,code,words", CASES)
 def test_bad_file_refused_and_corpus_unchanged(corpus_db, cli, fingerprint, bad_files, name, code, words):
     before = fingerprint(corpus_db)
-    res = cli("ingest", bad_files / name)
+    res = cli("ingest", bad_files / name, *(["--ocr", "never"] if name == "scan.pdf" else []))
     assert res.exit_code == code, res.stderr
     assert words in res.stderr and name in res.stderr and "Traceback" not in res.stderr
     assert res.stdout == ""
@@ -86,13 +86,14 @@ def test_folder_run_reports_bad_files_and_ingests_the_rest(cli, bad_files, tmp_p
     assert res.exit_code == 3  # the first failure's code
     report = {os.path.basename(r["path"]): r for r in json.loads(res.stdout)}
     assert report["faa-amt-handbook-sample.pdf"]["status"] == "added"
+    assert report["scan.pdf"]["status"] == "added" and report["scan.pdf"]["ocr_pages"] == 2  # OCR'd
     failed = {name for name, r in report.items() if r["status"] == "failed"}
-    assert failed == {"notes.pdf", "random.pdf", "truncated.pdf", "secret.pdf", "scan.pdf"}
+    assert failed == {"notes.pdf", "random.pdf", "truncated.pdf", "secret.pdf"}
     assert all(report[name]["error"] and report[name]["exit_code"] == 3 for name in failed)
-    for name in failed:
+    for name in failed | {"notes.txt.bin"}:  # the file of no supported format is reported too
         assert name in res.stderr
     books = json.loads(cli("books", "--json").stdout)
-    assert [b["id"] for b in books] == ["faa-amt-handbook-sample"]
+    assert [b["id"] for b in books] == ["faa-amt-handbook-sample", "scan"]
 
 
 def test_read_only_corpus(corpus_db, cli, fingerprint, monkeypatch):

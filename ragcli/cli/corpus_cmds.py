@@ -12,7 +12,7 @@ from ragcli.cli.common import (DbOpt, EmbedOpt, JsonOpt, app, console, embedder_
 @app.command()
 @handle_errors
 def ingest(
-    paths: Annotated[list[str], typer.Argument(help="PDF files or folders (searched recursively).")],
+    paths: Annotated[list[str], typer.Argument(help="Files or folders (searched recursively).")],
     db: DbOpt = None,
     json_out: JsonOpt = False,
     title: Annotated[Optional[str], typer.Option(help="Book title (one file only).")] = None,
@@ -22,17 +22,31 @@ def ingest(
     strict: Annotated[bool, typer.Option("--strict", help="Refuse a book that lost text while being read "
                                          "(damaged or unreadable pages): exit 3, nothing written.")] = False,
     embed_model: EmbedOpt = None,
+    ocr: Annotated[str, typer.Option("--ocr", help="OCR pages: auto (pages without a usable text layer), "
+                                     "always, never.")] = "auto",
+    ocr_engine: Annotated[str, typer.Option("--ocr-engine", help="tesseract (default) or rapidocr "
+                                            "(pip install rapidocr-onnxruntime).")] = "tesseract",
 ) -> None:
-    """Add PDF books to the corpus (pages, sections, figures, passages, vectors)."""
+    """Add books to the corpus: PDFs (scanned pages OCR'd), e-books, DOCX, HTML, text."""
     from ragcli.ingest import pipeline as core
     from ragcli.errors import InputError, RagcliError, UsageError
     from ragcli.render.data import ingest_data, print_json
     from ragcli.render.progress import Progress
     from ragcli.render.terminal import ingest_line
 
-    files = core.discover(paths)
+    from ragcli.ingest.ocr import ENGINES, MODES
+
+    if ocr not in MODES:
+        raise UsageError(f"--ocr must be one of {', '.join(MODES)}, not '{ocr}'")
+    if ocr_engine not in ENGINES:
+        raise UsageError(f"--ocr-engine must be one of {', '.join(ENGINES)}, not '{ocr_engine}'")
+    skipped: list = []
+    files = core.discover(paths, skipped)
+    if skipped:
+        names = ", ".join(f.name for f in skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+        warn(f"skipped {len(skipped)} file(s) of no supported format in the folders: {names}")
     if not files:
-        raise UsageError("no PDF files found in the given folders")
+        raise UsageError("no supported files (PDF, EPUB, DOCX, HTML, ...) found in the given folders")
     if (title or book_id) and len(files) > 1:
         raise UsageError("--title and --id apply to a single file")
     missing = [f for f in files if not f.exists()]
@@ -53,7 +67,7 @@ def ingest(
             with Progress(path.name, json_out) as progress:
                 result = core.ingest_file(conn, path, embedder, book_id=book_id, title=title,
                                           password=password, replace=replace, strict=strict,
-                                          progress=progress)
+                                          progress=progress, ocr=ocr, ocr_engine=ocr_engine)
         except RagcliError as exc:  # a report for every file, failed ones too (also a single one)
             result = core.IngestResult(str(path), "failed", error=str(exc), exit_code=exc.exit_code)
             err(escape(str(exc)))

@@ -60,6 +60,7 @@ class RawPage:
     images: list[tuple[float, float, float, float]] = field(default_factory=list)
     pdf_label: str = ""
     health: Optional[health.PageHealth] = None
+    ocr: str = ""  # the OCR engine that read this page; "" when its text layer was used
 
 
 def open_pdf(path: Path, password: Optional[str] = None):
@@ -109,19 +110,27 @@ def _read_lines(block: dict) -> list[Line]:
     return out
 
 
-def read_pages(doc, on_page: Optional[Callable[[int], None]] = None) -> Iterator[RawPage]:
+def read_pages(doc, on_page: Optional[Callable[[int], None]] = None, ocr_mode: str = "never",
+               ocr_engine: Optional[Callable[[], object]] = None, file_hash: str = "") -> Iterator[RawPage]:
     """Yield each page's text blocks with positions, fonts and image boxes, one page at a time, with
     its read health (what MuPDF reported about its content). A page MuPDF cannot load at all is
-    yielded empty and unreadable: the rest of the book still goes in, with a warning."""
+    yielded empty and unreadable: the rest of the book still goes in, with a warning. A page without
+    a usable text layer (`ocr_mode` auto) or every page (always) is rendered and read by the OCR
+    engine that `ocr_engine()` gives (made once, on the first such page); with the file's hash,
+    recognised pages are cached (ocr.PageCache)."""
+    from ragcli.ingest import ocr
+
+    engine = cache = None
     health.take_messages()
     for index in range(doc.page_count):
         try:
             page = doc.load_page(index)
             data = page.get_text("dict", flags=0)
             images = [tuple(info["bbox"]) for info in page.get_image_info()]
-            label = page.get_label() or ""
+            label = (page.get_label() or "") if doc.is_pdf else ""
             height, width = page.rect.height, page.rect.width
-            problems = health.content_problems(health.take_messages(), doc, page)
+            messages = health.take_messages()
+            problems = health.content_problems(messages, doc, page) if doc.is_pdf else []
         except Exception as exc:  # pymupdf raises several types for damaged pages
             health.take_messages()
             state = health.PageHealth(index + 1, problems=[f"the page cannot be loaded ({exc})"])
@@ -136,9 +145,21 @@ def read_pages(doc, on_page: Optional[Callable[[int], None]] = None) -> Iterator
             lines = _read_lines(b)
             if lines:
                 blocks.append(Block(index + 1, lines[0].y0, lines))
-        state = health.PageHealth(index + 1, sum(len(b.text) for b in blocks),
-                                  health.image_cover(images, width, height), problems)
-        yield RawPage(index + 1, height, blocks, images, label, state)
+        engine_name, cover = "", health.image_cover(images, width, height)
+        if ocr_mode != "never" and ocr.needs_ocr(ocr_mode, "\n".join(b.text for b in blocks), images, page.rect):
+            if engine is None:
+                engine = (ocr_engine or ocr.make_engine)()
+                cache = ocr.PageCache(file_hash, engine.name) if file_hash else None
+            try:
+                blocks = [Block(index + 1, b[0][1], [Line(*t) for t in b])
+                          for b in ocr.read_page(page, index + 1, engine, cache)]
+            except Exception as exc:
+                raise InputError(f"page {index + 1} cannot be rendered for OCR ({exc}); the PDF looks damaged") from exc
+            engine_name = engine.name
+            images = []  # the scan itself is the page's image, not a figure
+            health.take_messages()  # rendering's messages are not the next page's
+        state = health.PageHealth(index + 1, sum(len(b.text) for b in blocks), cover, problems)
+        yield RawPage(index + 1, height, blocks, images, label, state, engine_name)
         if on_page:
             on_page(index + 1)
 
@@ -250,16 +271,25 @@ def _nearest_image(p: RawPage, y: float):
 
 
 def parse(path: Path, password: Optional[str] = None, title: Optional[str] = None,
-          on_page: Optional[Callable[[int, int], None]] = None, file_hash: Optional[str] = None) -> ParsedBook:
+          on_page: Optional[Callable[[int, int, int], None]] = None, file_hash: Optional[str] = None,
+          ocr: str = "never", ocr_engine: Optional[Callable[[], object]] = None) -> ParsedBook:
     """Read a PDF into a ParsedBook. Raises InputError for unusable files. `file_hash`: the file's
-    sha256 when the caller has it already."""
+    sha256 when the caller has it already. `on_page(done, total, ocr_done)` after each page; `ocr` is
+    auto | always | never (see ingest/ocr.py)."""
     health.silence_mupdf()
     health.take_messages()
     doc = open_pdf(path, password)
+    file_hash = file_hash or file_sha256(path)
     try:
         doc_messages = health.take_messages()
         total = doc.page_count
-        pages = list(read_pages(doc, (lambda n: on_page(n, total)) if on_page else None))
+        pages: list[RawPage] = []
+        ocr_done = 0
+        for p in read_pages(doc, None, ocr, ocr_engine, file_hash):
+            pages.append(p)
+            ocr_done += bool(p.ocr)
+            if on_page:
+                on_page(p.number, total, ocr_done)
         toc = doc.get_toc(simple=False)
         meta_title = (doc.metadata or {}).get("title") or ""
     finally:
@@ -270,26 +300,35 @@ def parse(path: Path, password: Optional[str] = None, title: Optional[str] = Non
         if len(unreadable) * 2 > len(pages):
             raise InputError(f"{path}: {health.page_ranges(unreadable)[:60]} of {len(pages)} pages could "
                              f"not be read; the file is damaged")
-        raise InputError(f"{path}: no text layer (a scanned PDF?); OCR is not supported")
+        if ocr == "never":
+            raise InputError(f"{path}: no text layer (a scanned PDF?); OCR is off (--ocr never)")
+        raise InputError(f"{path}: no text layer, and OCR found no text on its pages")
     states = [p.health for p in pages]
     health.classify(states)
     printed = strip_running_lines(pages)
     kept = sum(len(b.text) for p in pages for b in p.blocks)
     labels = page_labels(pages, printed)
+    outline = (sum(1 for e in toc if e[2] < 1), len(toc))
+    return assemble(path, pages, labels, toc, title or _good_title(meta_title), file_hash,
+                    warnings=health.warnings(states, doc_messages, outline, (read - kept, read)),
+                    unreadable_pages=[s.number for s in states if s.status in health.OCR_CANDIDATES])
+
+
+def assemble(path: Path, pages: list[RawPage], labels: dict[int, str], toc, title: str, file_hash: str,
+             fmt: str = "pdf", author: str = "", warnings: Optional[list[str]] = None,
+             unreadable_pages: Optional[list[int]] = None) -> ParsedBook:
+    """Pages read (from a text layer, OCR or an e-book's layout) -> figures, sections, the book."""
     figures = find_figures(pages)
     sections = build_sections(pages, toc, body_size(pages), is_heading)
     for fig in figures:
         fig.section_path = _section_at(sections, fig.page, fig.caption)
-    book_pages = [Page(p.number, labels[p.number], "\n".join(b.text for b in p.blocks), p.health.status)
-                  for p in pages]
-    outline = (sum(1 for e in toc if e[2] < 1), len(toc))
+    book_pages = [Page(p.number, labels[p.number], "\n".join(b.text for b in p.blocks),
+                       p.health.status if p.health else "ok", p.ocr) for p in pages]
     return ParsedBook(
-        title=title or _good_title(meta_title) or first_page_title(pages)
-        or path.stem.replace("_", " ").replace("-", " "),
+        title=title or first_page_title(pages) or path.stem.replace("_", " ").replace("-", " "),
         pages=book_pages, sections=sections, figures=figures, source_path=str(path),
-        file_hash=file_hash or file_sha256(path),
-        warnings=health.warnings(states, doc_messages, outline, (read - kept, read)),
-        unreadable_pages=[s.number for s in states if s.status in health.OCR_CANDIDATES],
+        file_hash=file_hash, format=fmt, author=author,
+        warnings=warnings or [], unreadable_pages=unreadable_pages or [],
     )
 
 

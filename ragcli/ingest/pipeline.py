@@ -14,8 +14,10 @@ from ragcli.errors import InputError, UsageError
 from ragcli.text import file_sha256, sha256
 from ragcli.types import ParsedBook
 
-Progress = Callable[[str, int, int], None]  # (phase: "pages" | "embed", done, total)
-SUPPORTED = (".pdf", ".jsonl", ".txt", ".md", ".markdown")  # .jsonl: a BEIR corpus.jsonl
+Progress = Callable[[str, int, int], None]  # (phase: "pages" | "ocr" | "embed", done, total)
+TEXT_SUFFIXES = (".jsonl", ".txt", ".md", ".markdown")  # .jsonl: a BEIR corpus.jsonl
+EBOOK_SUFFIXES = (".epub", ".mobi", ".fb2", ".xps", ".oxps", ".cbz", ".docx", ".html", ".htm", ".xhtml")
+SUPPORTED = (".pdf",) + EBOOK_SUFFIXES + TEXT_SUFFIXES  # ingest/ebook.py holds the same list
 
 
 @dataclass
@@ -36,29 +38,36 @@ class IngestResult:
     timings: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # what was lost while reading (ingest/health.py)
     unreadable_pages: list[int] = field(default_factory=list)
+    ocr_pages: int = 0  # pages read by OCR
 
 
-def discover(paths: Iterable[str]) -> list[Path]:
-    """Files named, and every supported file inside folders (recursively), in a stable order."""
+def discover(paths: Iterable[str], skipped: Optional[list[Path]] = None) -> list[Path]:
+    """Files named, and every supported file inside folders (recursively), in a stable order. Files
+    in folders that are not taken are appended to `skipped` (the CLI reports them)."""
     found: list[Path] = []
     for raw in paths:
         p = Path(raw).expanduser()
         if p.is_dir():
-            found.extend(sorted(f for f in p.rglob("*") if f.is_file() and _wanted_in_folder(f)))
+            for f in sorted(f for f in p.rglob("*") if f.is_file()):
+                if _wanted_in_folder(f):
+                    found.append(f)
+                elif skipped is not None and not f.name.startswith("."):
+                    skipped.append(f)
         else:
             found.append(p)
     return found
 
 
 def _wanted_in_folder(f: Path) -> bool:
-    """In a folder: every PDF, and a BEIR corpus.jsonl. Text and Markdown files (READMEs, notes,
-    sources of a book) are taken only when named on the command line."""
+    """In a folder: every PDF, e-book and document (EPUB, MOBI, FB2, XPS, CBZ, DOCX, HTML), and a BEIR
+    corpus.jsonl. Text and Markdown files (READMEs, notes, sources of a book) are taken only when
+    named on the command line."""
     suffix = f.suffix.lower()
     if suffix == ".jsonl":
         from ragcli.ingest import textdocs
 
         return f.name.lower() == "corpus.jsonl" or textdocs.is_beir_corpus(f)
-    return suffix == ".pdf"
+    return suffix == ".pdf" or suffix in EBOOK_SUFFIXES
 
 
 def slug(text: str, fallback: str = "book", limit: int = 32) -> str:
@@ -71,10 +80,19 @@ def slug(text: str, fallback: str = "book", limit: int = 32) -> str:
 
 
 def parse_file(path: Path, password: Optional[str], title: Optional[str],
-               progress: Optional[Progress], file_hash: Optional[str] = None) -> ParsedBook:
+               progress: Optional[Progress], file_hash: Optional[str] = None, ocr: str = "auto",
+               ocr_engine: str = "") -> ParsedBook:
+    from ragcli.ingest import ocr as ocr_mod
     from ragcli.ingest import pdf
 
-    if path.suffix.lower() in SUPPORTED and path.suffix.lower() != ".pdf":
+    on_page = (lambda done, total, ocr_done: progress("ocr" if ocr_done else "pages", done, total)) \
+        if progress else None
+    engine = (lambda: ocr_mod.make_engine(ocr_engine)) if ocr_engine else None
+    if path.suffix.lower() in EBOOK_SUFFIXES:
+        from ragcli.ingest import ebook
+
+        return ebook.parse(path, title, on_page, ocr, engine, file_hash)
+    if path.suffix.lower() in TEXT_SUFFIXES:
         from ragcli.ingest import textdocs
 
         return textdocs.parse(path, title, file_hash)
@@ -82,21 +100,22 @@ def parse_file(path: Path, password: Optional[str], title: Optional[str],
         with open(path, "rb") as fh:
             if b"%PDF-" not in fh.read(1024):
                 raise InputError(f"{path}: not a PDF file (supported: {', '.join(SUPPORTED)})")
-    on_page = (lambda done, total: progress("pages", done, total)) if progress else None
-    return pdf.parse(path, password=password, title=title, on_page=on_page, file_hash=file_hash)
+    return pdf.parse(path, password=password, title=title, on_page=on_page, file_hash=file_hash, ocr=ocr,
+                     ocr_engine=engine)
 
 
 def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, title: Optional[str] = None,
                 password: Optional[str] = None, replace: bool = False, strict: bool = False,
-                progress: Optional[Progress] = None) -> IngestResult:
+                progress: Optional[Progress] = None, ocr: str = "auto", ocr_engine: str = "") -> IngestResult:
     """Parse, chunk, embed and store one file. A book that lost text while being read goes in with
-    `warnings`, or with strict=True is refused (InputError, nothing written)."""
+    `warnings`, or with strict=True is refused (InputError, nothing written). `ocr`: auto | always |
+    never; `ocr_engine`: a name of ingest.ocr.ENGINES ("" = the default)."""
     t0 = time.perf_counter()
     file_hash = _file_hash(path) if path.is_file() else None  # read once: the parsers reuse it
     same = store.book_by_hash(conn, file_hash) if file_hash else None
     if same and (book_id in (None, same.id)):  # the same bytes are already in: do not even parse
         return _unchanged(path, same, t0)
-    parsed = parse_file(path, password, title, progress, file_hash)
+    parsed = parse_file(path, password, title, progress, file_hash, ocr, ocr_engine)
     t_parse = time.perf_counter()
     same = store.book_by_hash(conn, parsed.file_hash)
     if same and (book_id in (None, same.id)):
@@ -111,6 +130,7 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
     store.check_embedding(conn, embedder.name)
     passages = chunking.chunk_book(parsed.sections, parsed.figures)
     _check_not_empty(path, parsed, passages)
+    _mark_ocr(passages, parsed)
     texts = [p.embed_text(parsed.title) for p in passages]
     embed_hashes = [sha256(embedder.name + "\n" + t) for t in texts]
     vectors, reused = _vectors(conn, embedder, texts, embed_hashes, progress)
@@ -124,6 +144,7 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
     return IngestResult(
         str(path), "replaced" if existing else "added", book_id, parsed.title, len(parsed.pages),
         len(parsed.sections), len(parsed.figures), sum(p.kind == "passage" for p in passages),
+        ocr_pages=sum(bool(p.ocr) for p in parsed.pages),
         embedded=len(passages) - reused, reused=reused, seconds=t_end - t0,
         timings={"parse": t_parse - t0, "embed": t_embed - t_parse, "vocabulary": t_terms - t_embed,
                  "store": t_end - t_terms},
@@ -133,7 +154,7 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
 
 def _unchanged(path: Path, same, t0: float) -> IngestResult:
     return IngestResult(str(path), "unchanged", same.id, same.title, same.page_count, same.sections,
-                        same.figures, same.passages, seconds=time.perf_counter() - t0,
+                        same.figures, same.passages, seconds=time.perf_counter() - t0, ocr_pages=same.ocr_pages,
                         warnings=list(same.warnings), unreadable_pages=list(same.unreadable_pages))
 
 
@@ -146,6 +167,14 @@ def _check_not_empty(path: Path, parsed: ParsedBook, passages) -> None:
         raise InputError(f"{path}: {len(parsed.pages)} pages with {chars:,} characters of text gave no "
                          f"passage (every line was taken for a running header, a heading or a caption)")
     raise InputError(f"{path}: no text to index")
+
+
+def _mark_ocr(passages, parsed: ParsedBook) -> None:
+    """A passage records the OCR engine when any of its pages was OCR'd."""
+    engines = {p.number: p.ocr for p in parsed.pages if p.ocr}
+    if engines:
+        for p in passages:
+            p.ocr = next((engines[n] for n in range(p.page_start, p.page_end + 1) if n in engines), "")
 
 
 def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term_parts, *,

@@ -30,7 +30,7 @@ _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _TXT_HEADING = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+[A-Z][^.!?]{1,70}|[A-Z][A-Z0-9 ,;:'&()/-]{2,70})$")
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -93,7 +93,8 @@ def parse_beir(path: Path, title: Optional[str] = None, file_hash: Optional[str]
                                     paragraphs=[(number, body)]))
     if not pages:
         raise InputError(f"{path}: the corpus has no documents")
-    return ParsedBook(title or corpus_title(path), pages, sections, [], str(path), file_hash or file_sha256(path))
+    return ParsedBook(title or corpus_title(path), pages, sections, [], str(path), file_hash or file_sha256(path),
+                      format="beir")
 
 
 # -- .txt / .md ----------------------------------------------------------------------------------
@@ -129,15 +130,21 @@ def _paragraphs(page_text: str) -> Iterator[str]:
 
 
 def parse_text(path: Path, title: Optional[str] = None, file_hash: Optional[str] = None) -> ParsedBook:
-    text = _read_text(path)
-    markdown = path.suffix.lower() in (".md", ".markdown")
+    return parse_headed(path, read_text(path), title, "text", markdown=path.suffix.lower() in (".md", ".markdown"),
+                        file_hash=file_hash)
+
+
+def parse_headed(path: Path, text: str, title: Optional[str], fmt: str, author: str = "",
+                 markdown: bool = True, file_hash: Optional[str] = None) -> ParsedBook:
+    """Text with Markdown headings (a .md file, or what ebook.py makes of a DOCX or HTML file)."""
     raw_pages = split_pages(text)
     pages = [Page(i, str(i), t.strip()) for i, t in enumerate(raw_pages, 1)]
     if not any(p.text for p in pages):
         raise InputError(f"{path}: the file has no text")
     book_title = title or _first_title(text, markdown) or path.stem
     sections = _text_sections(raw_pages, markdown)
-    return ParsedBook(book_title, pages, sections, [], str(path), file_hash or file_sha256(path))
+    return ParsedBook(book_title, pages, sections, [], str(path), file_hash or file_sha256(path), format=fmt,
+                      author=author)
 
 
 def _first_title(text: str, markdown: bool) -> str:

@@ -34,7 +34,7 @@ def hit_data(hit: Hit) -> dict:
         "book_id": hit.book_id, "book_title": hit.book_title,
         "section_path": hit.section_path, "section": hit.section_str,
         "page_label": hit.page_label, "page": hit.page_start, "page_end": hit.page_end,
-        "figure_number": hit.figure_number,
+        "figure_number": hit.figure_number, "ocr": hit.ocr or None,
         "score": round(hit.score, 6),
         "lexical_score": None if hit.lexical_score is None else round(hit.lexical_score, 4),
         "lexical_rank": hit.lexical_rank,
@@ -50,7 +50,7 @@ def hits_data(hits: list[Hit]) -> list[dict]:
 
 def books_data(books: list) -> list[dict]:
     """`books --json`: id, title, path, file_hash, page_count, sections, figures, passages, ingested_at,
-    warnings, unreadable_pages."""
+    warnings, unreadable_pages, format, author, ocr_pages, ocr_engine."""
     return to_data(books)
 
 
@@ -78,8 +78,8 @@ def source_data(source) -> dict:
     return {
         "label": source.label, "kind": h.kind, "book_id": h.book_id, "book_title": h.book_title,
         "section_path": h.section_path, "page_label": h.page_label, "page": h.page_start,
-        "page_end": h.page_end, "figure_number": h.figure_number, "passage_id": h.passage_id,
-        "score": round(h.score, 6), "text": h.text,
+        "page_end": h.page_end, "figure_number": h.figure_number, "ocr": h.ocr or None,
+        "passage_id": h.passage_id, "score": round(h.score, 6), "text": h.text,
     }
 
 

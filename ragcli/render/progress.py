@@ -5,7 +5,7 @@ from typing import Optional
 
 from ragcli.render.console import Environment
 
-PHASES = {"pages": "reading pages", "embed": "embedding passages"}
+PHASES = {"pages": "reading pages", "ocr": "reading pages (OCR)", "embed": "embedding passages"}
 
 
 class Progress:
@@ -32,7 +32,10 @@ class Progress:
         label = PHASES.get(phase, phase)
         if phase not in self.tasks:
             self.tasks[phase] = self.bar.add_task(f"{self.name}: {label}", total=total)
-        self.bar.update(self.tasks[phase], completed=done, total=total)
+        if phase == "ocr":  # OCR is slow: say how fast it goes
+            speed = next((t.speed for t in self.bar.tasks if t.id == self.tasks[phase]), None)
+            label += f", {speed:.2f} pages/s" if speed else ""
+        self.bar.update(self.tasks[phase], completed=done, total=total, description=f"{self.name}: {label}")
 
     def __exit__(self, *exc):
         if self.bar:

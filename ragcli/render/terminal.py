@@ -121,7 +121,7 @@ def books_table(books: list[Book], width: int | None = None):
     from rich.table import Table
 
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    cols = ["id", "title", "pages", "sections", "figures", "passages", "ingested"]
+    cols = ["id", "title", "format", "pages", "sections", "figures", "passages", "ingested"]
     if width and width < 100:
         cols.remove("ingested")
     id_width = len(max((b.id for b in books), key=len, default=""))
@@ -130,7 +130,8 @@ def books_table(books: list[Book], width: int | None = None):
         table.add_column(col, justify="right" if numeric else "left", no_wrap=col != "title",
                          min_width=id_width if col == "id" else (12 if col == "title" else None))
     for b in books:
-        row = {"id": _escape(b.id), "title": _escape(b.title), "pages": str(b.page_count),
+        pages = str(b.page_count) + (f" ({b.ocr_pages} OCR, {b.ocr_engine})" if b.ocr_pages else "")
+        row = {"id": _escape(b.id), "title": _escape(b.title), "format": b.format or "", "pages": pages,
                "sections": str(b.sections), "figures": str(b.figures), "passages": str(b.passages),
                "ingested": b.ingested_at[:10]}
         table.add_row(*(row[c] for c in cols))
@@ -151,7 +152,8 @@ def ingest_line(r) -> str | None:
         return None
     if r.status == "unchanged":
         return f"[dim]unchanged[/] {r.book_id}: already in the corpus ({r.path})"
-    return (f"[green]{r.status}[/] [bold]{_escape(r.book_id)}[/] “{_escape(r.title)}”: {r.pages} pages, "
+    ocr = f" ({r.ocr_pages} by OCR)" if r.ocr_pages else ""
+    return (f"[green]{r.status}[/] [bold]{_escape(r.book_id)}[/] “{_escape(r.title)}”: {r.pages} pages{ocr}, "
             f"{r.sections} sections, {r.figures} figures, {r.passages} passages in {r.seconds:.1f}s "
             f"({r.embedded} vectors computed, {r.reused} reused)")
 

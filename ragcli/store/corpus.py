@@ -81,14 +81,18 @@ def list_books(conn, ids: Optional[Sequence[str]] = None) -> list[Book]:
           (SELECT COUNT(*) FROM sections s WHERE s.book_id = b.id),
           (SELECT COUNT(*) FROM figures f WHERE f.book_id = b.id),
           (SELECT COUNT(*) FROM passages p WHERE p.book_id = b.id AND p.kind = 'passage'),
-          b.warnings, b.unreadable_pages
+          b.warnings, b.unreadable_pages,
+          b.format, b.author,
+          (SELECT COUNT(*) FROM pages g WHERE g.book_id = b.id AND g.ocr != ''),
+          (SELECT MIN(g.ocr) FROM pages g WHERE g.book_id = b.id AND g.ocr != '')
         FROM books b"""
     args: list = []
     if ids is not None:
         sql += f" WHERE b.id IN ({placeholders(len(ids))})"
         args = list(ids)
     rows = conn.execute(sql + " ORDER BY b.ingested_at, b.id", args).fetchall()
-    return [Book(r[0], r[1], r[2], r[3], r[4], r[6], r[7], r[8], r[5], json.loads(r[9]), json.loads(r[10]))
+    return [Book(r[0], r[1], r[2], r[3], r[4], r[6], r[7], r[8], r[5], json.loads(r[9]), json.loads(r[10]),
+                 r[11], r[12], r[13], r[14] or "")
             for r in rows]
 
 
@@ -128,13 +132,14 @@ def set_embed_hashes(conn, pairs: Iterable[tuple[str, int]]) -> None:
 
 def insert_book(conn, book_id: str, parsed: ParsedBook, labels: dict[int, str]) -> None:
     conn.execute(
-        "INSERT INTO books(id, title, path, file_hash, page_count, ingested_at, warnings, unreadable_pages)"
-        " VALUES (?,?,?,?,?,?,?,?)",
+        "INSERT INTO books(id, title, path, file_hash, page_count, ingested_at, warnings, unreadable_pages,"
+        " format, author) VALUES (?,?,?,?,?,?,?,?,?,?)",
         (book_id, parsed.title, parsed.source_path, parsed.file_hash, len(parsed.pages), now(),
-         json.dumps(parsed.warnings), json.dumps(parsed.unreadable_pages)))
+         json.dumps(parsed.warnings), json.dumps(parsed.unreadable_pages), parsed.format, parsed.author))
     health = {p.number: p.health for p in parsed.pages}
-    conn.executemany("INSERT INTO pages(book_id, number, label, health) VALUES (?,?,?,?)",
-                     [(book_id, n, label, health.get(n, "ok")) for n, label in labels.items()])
+    ocr = {p.number: p.ocr for p in parsed.pages}
+    conn.executemany("INSERT INTO pages(book_id, number, label, health, ocr) VALUES (?,?,?,?,?)",
+                     [(book_id, n, label, health.get(n, "ok"), ocr.get(n, "")) for n, label in labels.items()])
     conn.executemany(
         "INSERT INTO sections(book_id, ordinal, path, page_start, page_end) VALUES (?,?,?,?,?)",
         [(book_id, i, json.dumps(s.path), s.page_start, s.page_end) for i, s in enumerate(parsed.sections)])
@@ -152,9 +157,9 @@ def insert_passages(conn, book_id: str, passages: list[Passage], text_hashes: li
     for p, th, eh in zip(passages, text_hashes, embed_hashes):
         cur = conn.execute(
             "INSERT INTO passages(book_id, ordinal, kind, figure_number, section_path, heading, page_start,"
-            " page_end, text, text_hash, embed_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            " page_end, text, text_hash, embed_hash, ocr) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (book_id, p.ordinal, p.kind, p.figure_number, json.dumps(p.section_path),
-             " › ".join(p.section_path), p.page_start, p.page_end, p.text, th, eh))
+             " › ".join(p.section_path), p.page_start, p.page_end, p.text, th, eh, p.ocr))
         rowids.append(cur.lastrowid)
     if rowids:
         matrix = np.frombuffer(b"".join(vectors[:len(rowids)]), dtype=np.float32).reshape(len(rowids), -1)
@@ -200,14 +205,14 @@ def document_frequency(conn, word: str) -> int:
 def fetch_hits(conn, ids: Sequence[int]) -> dict[int, Hit]:
     rows = select_in(conn,
         "SELECT p.id, p.kind, p.book_id, b.title, p.section_path, p.page_start, p.page_end,"
-        " COALESCE(pg.label, CAST(p.page_start AS TEXT)), p.text, p.figure_number, p.text_hash"
+        " COALESCE(pg.label, CAST(p.page_start AS TEXT)), p.text, p.figure_number, p.text_hash, p.ocr"
         " FROM passages p JOIN books b ON b.id = p.book_id"
         " LEFT JOIN pages pg ON pg.book_id = p.book_id AND pg.number = p.page_start"
         " WHERE p.id IN {in}", ids)
     return {
         r[0]: Hit(passage_id=r[0], kind=r[1], book_id=r[2], book_title=r[3], section_path=json.loads(r[4]),
                   page_start=r[5], page_end=r[6], page_label=r[7], text=r[8], figure_number=r[9],
-                  text_hash=r[10])
+                  text_hash=r[10], ocr=r[11])
         for r in rows
     }
 
@@ -234,6 +239,7 @@ def counts(conn) -> dict[str, int]:
     for table in ("books", "pages", "sections", "figures", "passages", "terms"):
         where = " WHERE kind = 'passage'" if table == "passages" else ""
         out[table] = conn.execute(f"SELECT COUNT(*) FROM {table}{where}").fetchone()[0]
+    out["ocr_pages"] = conn.execute("SELECT COUNT(*) FROM pages WHERE ocr != ''").fetchone()[0]
     return out
 
 

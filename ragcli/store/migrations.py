@@ -197,3 +197,14 @@ def m005_read_health(conn) -> None:
     conn.execute("ALTER TABLE books ADD COLUMN warnings TEXT NOT NULL DEFAULT '[]'")
     conn.execute("ALTER TABLE books ADD COLUMN unreadable_pages TEXT NOT NULL DEFAULT '[]'")
     conn.execute("ALTER TABLE pages ADD COLUMN health TEXT NOT NULL DEFAULT 'ok'")
+
+
+@step
+def m006_ocr_and_format(conn) -> None:
+    """Issue 14: which pages and passages were read by OCR (the engine's name, '' for a text layer),
+    and each book's file format ('pdf', 'epub', 'docx', 'html', 'text', ...; '' for books ingested
+    before this step) and author (from the file's metadata; '' when it has none)."""
+    conn.execute("ALTER TABLE pages ADD COLUMN ocr TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE passages ADD COLUMN ocr TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE books ADD COLUMN format TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE books ADD COLUMN author TEXT NOT NULL DEFAULT ''")
