@@ -1,4 +1,5 @@
-"""question -> expansion -> retrieval -> labelled prompt -> model (or extractive) -> validated answer."""
+"""question -> expansion -> retrieval -> labelled prompt -> model (or extractive) -> validated answer
+-> per-claim support (and the --verify pass): a thin pipeline over search/ and answer/."""
 from __future__ import annotations
 
 import time
@@ -6,14 +7,14 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from ragcli.answer import citations
+from ragcli.answer import grounding
 from ragcli.answer import health
 from ragcli.answer import prompt
 from ragcli.answer import refusal
-from ragcli.models.chat import Grammar, IncompleteReply
+from ragcli.answer.generate import generate
+from ragcli.models.chat import Grammar
 from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
-from ragcli.types import Answer, Expansion, HealthWarning, Source
-
-ANSWER_TOKENS_RESERVE = 64
+from ragcli.types import Answer, Expansion, Source
 
 
 @dataclass
@@ -25,6 +26,10 @@ class AskOptions:
     max_tokens: int = 512
     show_prompt: bool = False
     grammar: Optional[Grammar] = None  # the user's --grammar-file, constraining the answer
+    verify: bool = False  # a second model pass checks each claim (grounding.verify)
+    # claims are assessed for answers that cite (and extractive ones); `evidence` (ask --evidence) or
+    # `verify` assess an answer that cites nothing too
+    evidence: bool = False
 
 
 def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = None,
@@ -32,11 +37,16 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
         on_expanded: Optional[Callable[[Expansion], None]] = None,
         on_phase: Optional[Callable[..., None]] = None,
         on_progress: Optional[Callable[[str, dict], None]] = None) -> Answer:
-    """Answer `question` from the corpus. `on_text` receives validated text as it streams;
-    `on_expanded` the expansion before retrieval runs; `on_phase(name)` each step as it starts
-    (search, prompt); `on_progress(event, info)` the model's own progress."""
+    """Answer `question` from the corpus, each claim assessed and the answer's health folded into its
+    status. `on_text` receives validated text as it streams; `on_expanded` the expansion before
+    retrieval runs; `on_phase(name)` each step as it starts (rewrite or search, prompt, claims or
+    verify); `on_progress(event, info)` the model's own progress."""
+    from ragcli.models.embed import MemoEmbedder
+
     opts = opts or AskOptions()
     phase = on_phase or (lambda *a, **k: None)
+    if not isinstance(embedder, MemoEmbedder):
+        embedder = MemoEmbedder(embedder)  # the answer and its claims share sentence vectors
     phase("search" if model is None or not opts.expand else "rewrite")
     search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
                                 check_language=True)
@@ -52,68 +62,32 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
                       sources=sources, timings=timings,
                       notice="the books do not seem to cover this; the nearest passages are listed")
     if model is None:
-        return _extractive(embedder, question, sources, base, timings)
-    phase("prompt")
-    return _generate(model, question, sources, base, timings, opts, on_text, on_progress)
+        answer = _extractive(embedder, question, sources, base, timings)
+    else:
+        phase("prompt")
+        answer = _model_answer(model, question, sources, base, timings, opts, on_text, on_progress)
+    return _assessed(answer, embedder, model, opts, phase)
 
 
-def _generate(model, question, sources, base, timings, opts, on_text, on_progress=None) -> Answer:
-    budget = model.context_size - opts.max_tokens - ANSWER_TOKENS_RESERVE
-    p = prompt.build(question, sources, model.count_tokens, budget)
-    valid = {s.label for s in p.sources}
-    stream = citations.StreamFilter(valid, *prompt.reference_maps(p.sources))
-    monitor = health.Monitor(p.sources)
-    t = time.perf_counter()
-    pieces = []
-
-    def emit(safe: str) -> None:
-        pieces.append(safe)
-        if safe and "first_token" not in timings:
-            timings["first_token"] = time.perf_counter() - t
-        if on_text and safe:
-            on_text(safe)
-
-    cut = None
-    try:
-        reply = model.chat(p.messages, max_tokens=opts.max_tokens, stream=True, constraint=opts.grammar,
-                           on_progress=on_progress)
-        for piece in reply:
-            emit(stream.feed(monitor.feed(piece)))
-            if monitor.stop:  # the model loops: stop generating now
-                getattr(reply, "close", lambda: None)()
-                break
-    except IncompleteReply as exc:  # keep the part received, validated like the rest
-        cut = exc
-    emit(stream.feed(monitor.flush()))
-    emit(stream.flush())
-    timings["generation"] = time.perf_counter() - t
-    timings["prompt_tokens"] = p.prompt_tokens
-    timings.update({k: v for k, v in getattr(model, "stats", {}).items() if isinstance(v, (int, float))})
-    text = "".join(pieces).strip()
-    warnings = monitor.warnings(getattr(model, "stats", None), opts.max_tokens)
-    if monitor.stop:
-        text = health.drop_repeats(text)
+def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_text, on_progress) -> Answer:
+    gen = generate(model, question, sources, max_tokens=opts.max_tokens, constraint=opts.grammar,
+                   on_text=on_text, on_progress=on_progress)
+    timings.update(gen.timings)
     status = "answered"
-    if refusal.is_refusal(text):  # in any wording: a status, never an answer with a support table
+    if refusal.is_refusal(gen.text):  # in any wording: a status, never an answer with a support table
         status = "no_answer"
-    elif not stream.citations:
+    elif not gen.citations:
         status = "unsupported"
     notice = None
-    if p.dropped:
-        notice = f"{len(p.dropped)} lower-ranked passage(s) left out to fit the model's context window"
-    if cut is not None:
-        status, notice = "incomplete", str(cut)
-        warnings = health.merge([HealthWarning("stream_cut", f"the reply stopped before the model finished: {cut}")],
-                                warnings)
-    return Answer(**base, answer=text, status=status, citations=list(stream.citations),
-                  removed_citations=list(stream.removed), sources=p.sources,
+    if gen.prompt.dropped:
+        notice = f"{len(gen.prompt.dropped)} lower-ranked passage(s) left out to fit the model's context window"
+    if gen.cut is not None:  # the part received is kept, validated like the rest
+        status, notice = "incomplete", str(gen.cut)
+    return Answer(**base, answer=gen.text, status=status, citations=gen.citations,
+                  removed_citations=gen.removed, sources=gen.prompt.sources,
                   model=getattr(model, "params", None), timings=timings,
-                  prompt=_render_prompt(p.messages) if opts.show_prompt else None, notice=notice,
-                  warnings=warnings)
-
-
-def _render_prompt(messages: list[dict]) -> str:
-    return "\n\n".join(f"<{m['role']}>\n{m['content']}" for m in messages)
+                  prompt=prompt.as_text(gen.prompt.messages) if opts.show_prompt else None, notice=notice,
+                  warnings=gen.warnings)
 
 
 def _extractive(embedder, question, sources: list[Source], base, timings) -> Answer:
@@ -131,7 +105,16 @@ def _extractive(embedder, question, sources: list[Source], base, timings) -> Ans
                   notice="no model configured: extractive answer (set one with --model F.gguf or RAGCLI_MODEL)")
 
 
-def cited_sources(answer: Answer) -> list[Source]:
-    return [s for s in answer.sources if s.label in answer.citations]
-
-
+def _assessed(answer: Answer, embedder, model, opts: AskOptions, phase) -> Answer:
+    """Per-claim support, with `verify` the second model pass; then the claims' health folded into
+    the status, and why --verify did not run when it did not."""
+    if opts.verify or opts.evidence or answer.status in ("answered", "extractive"):
+        phase("verify" if opts.verify and model is not None else "claims")
+        t = time.perf_counter()
+        grounding.assess(answer, embedder, model if opts.verify else None)
+        answer.timings["claims"] = time.perf_counter() - t
+    health.finish(answer)
+    skipped = health.verification_skipped(answer, model is not None) if opts.verify else None
+    if skipped:
+        answer.verification = {"skipped": skipped}
+    return answer

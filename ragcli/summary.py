@@ -1,12 +1,13 @@
-"""topic -> numbered, saved summary.
+"""topic -> numbered, saved summary: a thin pipeline over search and answer/.
 
-Generation reuses the ask pipeline: the topic goes through the search pipeline (`search.pipeline.search`,
-expanded as a question is), more passages are retrieved than for a question (k=16), the labelled
-prompt of `prompt.build` carries the summary instruction (under the system prompt every call shares), the model's text streams through the same
-`citations.StreamFilter`, and `grounding.assess` judges each claim. Without a model the summary is extractive: key sentences of the retrieved passages,
-grouped by section, each cited (kind "extractive").
+The topic goes through the search pipeline (`search.pipeline.search`, expanded as a question is) and
+more passages are retrieved than for a question (k=16); with a model, the
+one generation loop of `answer.generate` (shared with ask) streams the summary through the citation
+filter under `prompt.SUMMARY_INSTRUCTION`; without one, `answer.extractive.summary` picks key sentences
+of the retrieved passages, grouped by section, each cited (kind "extractive"). `grounding.score` judges
+each claim.
 
-Everything is generated before anything is written; `summary_store.insert_summary` then takes the next
+Everything is generated before anything is written; `store.summaries.insert_summary` then takes the next
 number of the topic inside one BEGIN IMMEDIATE transaction.
 
 A saved summary is stale when a source it cites is gone: its book was removed, or re-ingested with
@@ -20,29 +21,22 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from ragcli import ask
-from ragcli.answer import citations
 from ragcli.answer import extractive
+from ragcli.answer import grounding
 from ragcli.answer import health
 from ragcli.answer import prompt
 from ragcli.answer import refusal
+from ragcli.answer.generate import generate as generate_text
 from ragcli.models.chat import Grammar
 from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
 from ragcli.store import corpus as store
 from ragcli.store import summaries as summary_store
 from ragcli.errors import NotFoundError, RagcliError, UsageError
 from ragcli.text import sha256
-from ragcli.types import Answer, Source, Summary
+from ragcli.types import Source, Summary, SummarySource
 
 DEFAULT_K = 16
 MAX_TOKENS = 768
-EXTRACTIVE_SENTENCES = 8
-PER_SOURCE = 2  # an extractive summary takes at most this many sentences from one passage
-EXTRACTIVE_NOTICE = "extractive summary: no model configured (set one with --model F.gguf or RAGCLI_MODEL)"
-
-INSTRUCTION = (
-    "Summarise what the passages say about: {topic}. Use 2 to 5 sections, each a \"## Heading\" line "
-    "then \"- \" bullets, every bullet ending with its citation label.")
 
 _STRIP_AT_ENDS = ("Po", "Pi", "Pf", "Pd", "Pc", "Zs")  # brackets only in pairs: "sah (sah)" stays
 _PAIRS = {"(": ")", "[": "]", "{": "}"}
@@ -128,22 +122,28 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
     t = time.perf_counter()
     warnings: list = []
     if model is None:
-        text, used = extractive_summary(embedder, topic, sources)
+        text, used = extractive.summary(embedder, topic, sources)
         kind, removed, shown = "extractive", [], sources
     else:
         phase("prompt")
-        text, used, removed, shown, warnings = _generated(model, topic, sources, opts, on_text, on_progress)
+        gen = generate_text(model, topic, sources, max_tokens=opts.max_tokens, constraint=opts.grammar,
+                            instruction=prompt.SUMMARY_INSTRUCTION.format(topic=topic), on_text=on_text,
+                            on_progress=on_progress)
+        if gen.cut is not None:
+            raise gen.cut  # a summary cut short is not saved
+        text, used, removed, shown = gen.text, gen.citations, gen.removed, gen.prompt.sources
+        warnings = gen.warnings
         kind = "generated"
     timings["generation"] = time.perf_counter() - t
     if not text or refusal.is_refusal(text):
         raise NotFoundError(f"the passages found say nothing usable about '{topic}': nothing saved")
     summary = Summary(topic=topic, topic_key=key, number=0, text=text,
-                      sources=[source_record(s, s.label in used) for s in shown],
+                      sources=[saved_source(s, s.label in used) for s in shown],
                       model=None if model is None else {"name": model.name, **dict(model.params)},
                       created_at=store.now(), kind=kind, removed_citations=removed,
-                      params=_params(opts, exp, embedder, model, len(sources), len(shown), timings))
+                      params=_params(opts, exp.shown, embedder, model, len(sources), len(shown), timings))
     phase("claims")
-    summary.claims = assess_claims(summary, shown, embedder)
+    summary.claims = grounding.score(_without_headings(text), shown, embedder)
     if kind == "generated":
         warnings = health.merge(warnings, health.claim_warnings(summary.claims,
                                                                 "answered" if used else "unsupported"))
@@ -151,9 +151,10 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
     return summary
 
 
-def _params(opts: SummaryOptions, exp, embedder, model, retrieved: int, shown: int, timings) -> dict:
+def _params(opts: SummaryOptions, expanded: Optional[str], embedder, model, retrieved: int, shown: int,
+            timings) -> dict:
     params = {"k": opts.k, "books": list(opts.book_ids) if opts.book_ids else None, "expand": opts.expand,
-              "expanded_query": exp.shown,
+              "expanded_query": expanded,
               "embedding_model": embedder.name, "retrieved": retrieved, "in_prompt": shown,
               "timings": {k: round(v, 4) for k, v in timings.items()}}
     if model is not None:
@@ -162,97 +163,21 @@ def _params(opts: SummaryOptions, exp, embedder, model, retrieved: int, shown: i
     return params
 
 
-def _generated(model, topic: str, sources: list[Source], opts: SummaryOptions, on_text, on_progress=None):
-    """(validated text, labels cited, removed citations, sources in the prompt, health warnings)."""
-    messages, shown = summary_messages(model, topic, sources, opts.max_tokens)
-    valid = {s.label for s in shown}
-    stream = citations.StreamFilter(valid, *prompt.reference_maps(shown))
-    monitor = health.Monitor(shown)
-    pieces = []
-
-    def emit(safe: str) -> None:
-        pieces.append(safe)
-        if on_text and safe:
-            on_text(safe)
-
-    reply = model.chat(messages, max_tokens=opts.max_tokens, stream=True, constraint=opts.grammar,
-                       on_progress=on_progress)
-    for piece in reply:
-        emit(stream.feed(monitor.feed(piece)))
-        if monitor.stop:
-            getattr(reply, "close", lambda: None)()
-            break
-    emit(stream.feed(monitor.flush()))
-    emit(stream.flush())
-    text = "".join(pieces).strip()
-    if monitor.stop:
-        text = health.drop_repeats(text)
-    return (text, list(stream.citations), list(stream.removed), shown,
-            monitor.warnings(getattr(model, "stats", None), opts.max_tokens))
+def _without_headings(text: str) -> str:
+    """The summary's sentences: its "## Heading" lines are not claims."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
-def summary_messages(model, topic: str, sources: list[Source], max_tokens: int):
-    """`prompt.build`'s labelled context, fitted to the window, with the summary instruction (the
-    system prompt is the one every call shares)."""
-    budget = model.context_size - max_tokens - ask.ANSWER_TOKENS_RESERVE
-    p = prompt.build(topic, sources, model.count_tokens, budget,
-                     instruction=INSTRUCTION.format(topic=topic))
-    return p.messages, p.sources
-
-
-def source_record(source: Source, cited: bool) -> dict:
+def saved_source(source: Source, cited: bool) -> SummarySource:
     """What is saved of one source: where it is, and the text (and hash) it had."""
     h = source.hit
     text_hash = h.text_hash
     if not text_hash:
         text_hash = sha256(h.text)
-    return {"label": source.label, "cited": cited, "passage_id": h.passage_id, "book_id": h.book_id,
-            "book_title": h.book_title, "kind": h.kind, "figure_number": h.figure_number,
-            "section_path": list(h.section_path), "page_start": h.page_start, "page_end": h.page_end,
-            "page_label": h.page_label, "text": h.text, "text_hash": text_hash}
-
-
-def assess_claims(summary: Summary, sources: list[Source], embedder) -> list:
-    """Per-claim support of the summary's sentences (headings are not claims)."""
-    from ragcli.answer import grounding
-
-    body = "\n".join(line for line in summary.text.splitlines() if not line.lstrip().startswith("#"))
-    cited = [s["label"] for s in summary.sources if s["cited"]]
-    answer = Answer(question=summary.topic, expanded_query=summary.params.get("expanded_query"),
-                    answer=body, status=summary.kind if summary.kind == "extractive" else "answered",
-                    citations=cited, removed_citations=list(summary.removed_citations), sources=sources)
-    return list(grounding.assess(answer, embedder, None).claims)
-
-
-# -- extractive --------------------------------------------------------------------------------
-
-def extractive_summary(embedder, topic: str, sources: list[Source]) -> tuple[str, list[str]]:
-    """Key sentences about `topic`, grouped under their book sections in reading order, each with
-    its label. Returns (text, labels used in order)."""
-    found = extractive.candidates(sources, max_words=60)
-    if not found:
-        return "", []
-    groups: dict[tuple, list[tuple[str, int, int]]] = {}
-    for sentence, i, j in extractive.pick_sentences(embedder, topic, found, EXTRACTIVE_SENTENCES,
-                                                    per_source=PER_SOURCE, rank_penalty=0.01):
-        h = sources[i].hit
-        groups.setdefault((h.book_id, tuple(h.section_path)), []).append((sentence, i, j))
-    several_books = len({book for book, _ in groups}) > 1
-    order = sorted(groups, key=lambda g: (g[0], min(sources[i].hit.passage_id for _, i, _ in groups[g])))
-    blocks, used = [], []
-    for group in order:
-        items = sorted(groups[group], key=lambda x: (sources[x[1]].hit.passage_id, x[2]))
-        hit = sources[items[0][1]].hit
-        heading = hit.section_str or hit.book_title
-        if several_books and hit.section_str:
-            heading = f"{hit.book_title} — {heading}"
-        lines = [f"## {heading}"]
-        for sentence, i, _ in items:
-            lines.append(f"- {sentence} [{sources[i].label}]")
-            if sources[i].label not in used:
-                used.append(sources[i].label)
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks), used
+    return SummarySource(label=source.label, cited=cited, passage_id=h.passage_id, book_id=h.book_id,
+                         book_title=h.book_title, kind=h.kind, figure_number=h.figure_number,
+                         section_path=list(h.section_path), page_start=h.page_start, page_end=h.page_end,
+                         page_label=h.page_label, text=h.text, text_hash=text_hash)
 
 
 # -- reading back ------------------------------------------------------------------------------
@@ -295,19 +220,19 @@ def topics(conn) -> list[dict]:
 def check_sources(conn, summary: Summary) -> Summary:
     """Mark each source ok / moved (same text under a new passage id) / gone, and the summary stale
     when a source it cites is gone (any source, when it cites none)."""
-    now = summary_store.current_passages(conn, [s["passage_id"] for s in summary.sources])
-    books = summary_store.existing_books(conn, [s["book_id"] for s in summary.sources])
+    now = summary_store.current_passages(conn, [s.passage_id for s in summary.sources])
+    books = summary_store.existing_books(conn, [s.book_id for s in summary.sources])
     for s in summary.sources:
-        s.update(status="ok", reason=None, current_passage_id=s["passage_id"])
-        if now.get(s["passage_id"]) == (s["book_id"], s["text_hash"]):
+        s.status, s.reason, s.current_passage_id = "ok", None, s.passage_id
+        if now.get(s.passage_id) == (s.book_id, s.text_hash):
             continue
-        moved = summary_store.passage_by_book_hash(conn, s["book_id"], s["text_hash"])
+        moved = summary_store.passage_by_book_hash(conn, s.book_id, s.text_hash)
         if moved is not None:
-            s.update(status="moved", current_passage_id=moved)
+            s.status, s.current_passage_id = "moved", moved
         else:
-            s.update(status="gone", current_passage_id=None,
-                     reason="book removed" if s["book_id"] not in books else "text changed")
-    relied_on = [s for s in summary.sources if s["cited"]] or summary.sources
-    summary.stale_sources = [s["label"] for s in relied_on if s["status"] == "gone"]
+            s.status, s.current_passage_id = "gone", None
+            s.reason = "book removed" if s.book_id not in books else "text changed"
+    relied_on = [s for s in summary.sources if s.cited] or summary.sources
+    summary.stale_sources = [s.label for s in relied_on if s.status == "gone"]
     summary.status = "stale" if summary.stale_sources else "ok"
     return summary

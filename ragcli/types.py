@@ -197,12 +197,35 @@ class Answer:
 
 
 @dataclass
+class SummarySource:
+    """What a saved summary keeps of one source: where it is and the text (and hash) it had; `status`
+    says whether it is still there (ok), came back under a new passage id (moved), or is gone."""
+
+    label: str
+    cited: bool
+    passage_id: int
+    book_id: str
+    book_title: str
+    kind: str
+    figure_number: Optional[str]
+    section_path: list[str]
+    page_start: int
+    page_end: int
+    page_label: str
+    text: str
+    text_hash: str
+    status: str = "ok"  # ok | moved | gone (set when read back)
+    reason: Optional[str] = None  # for gone: "book removed" | "text changed"
+    current_passage_id: Optional[int] = None
+
+
+@dataclass
 class Summary:
     topic: str
     topic_key: str
     number: int
     text: str
-    sources: list[dict]
+    sources: list[SummarySource]
     model: Optional[dict]
     created_at: str
     status: str = "ok"  # ok | stale

@@ -78,8 +78,7 @@ def test_valid_label_on_an_unrelated_sentence_is_flagged(corpus):
 
 def test_extractive_answers_are_scored_and_supported(corpus):
     _, conn, embedder = corpus
-    answer = ask.ask(conn, embedder, "what is the dose of nimodipine?", None)
-    grounding.assess(answer, embedder)
+    answer = ask.ask(conn, embedder, "what is the dose of nimodipine?", None)  # claims assessed in ask
     assert answer.claims and all(c.support == "supported" for c in answer.claims)
     assert all(c.evidence and c.evidence.label in c.citations for c in answer.claims)
 

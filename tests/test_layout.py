@@ -32,7 +32,6 @@ RENDER_MAY_IMPORT = {"render", "base"}
 SQL_ELSEWHERE: dict[str, str] = {}
 # (importer, imported) -> who removes it. Modules are dotted names under ragcli.
 KNOWN: dict[tuple[str, str], str] = {
-    ("ragcli.summary", "ragcli.ask"): "l-answer (issue 15: summary.py over search/ and answer/, not ask.py)",
     # the rewrite prompt opens with answer/prompt's SYSTEM_PROMPT, the one system prompt of every call
     # (llama.cpp reuses its KV cache for the answer); it moves when that prompt sits below both
     ("ragcli.search.rewrite", "ragcli.answer.prompt"): "l-search / l-answer (issue 15)",

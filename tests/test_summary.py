@@ -20,6 +20,7 @@ import pytest
 from ragcli import summary
 from ragcli.store import db
 from ragcli.answer import prompt
+from ragcli.answer.extractive import SUMMARY_SENTENCES
 from ragcli.store import summaries as summary_store
 from ragcli.errors import NotFoundError, UsageError
 from ragcli.models.fake import FakeChatModel
@@ -164,7 +165,7 @@ def test_extractive_summary_is_grouped_by_section_and_every_line_cited(extractiv
     s = extractive
     assert s.kind == "extractive" and s.model is None and s.number == 0
     assert s.topic == "Aneurysms" and s.topic_key == "aneurysms"
-    by_label = {src["label"]: src for src in s.sources}
+    by_label = {src.label: src for src in s.sources}
     blocks = s.text.split("\n\n")
     assert len(blocks) >= 2
     bullets = 0
@@ -175,14 +176,14 @@ def test_extractive_summary_is_grouped_by_section_and_every_line_cited(extractiv
             m = BULLET.match(line)
             assert m, line
             source = by_label[m[2]]
-            assert source["cited"]
-            assert " › ".join(source["section_path"]) in heading  # grouped under its own section
-            assert m[1] in " ".join(source["text"].split())  # a sentence of the book, verbatim
+            assert source.cited
+            assert " › ".join(source.section_path) in heading  # grouped under its own section
+            assert m[1] in " ".join(source.text.split())  # a sentence of the book, verbatim
             bullets += 1
-    assert 3 <= bullets <= summary.EXTRACTIVE_SENTENCES
+    assert 3 <= bullets <= SUMMARY_SENTENCES
     assert "aneurysm" in s.text.lower()
-    assert any("Aneurysm" in " ".join(src["section_path"]) for src in s.sources if src["cited"])
-    assert {lab for lab in LABEL.findall(s.text)} == {src["label"] for src in s.sources if src["cited"]}
+    assert any("Aneurysm" in " ".join(src.section_path) for src in s.sources if src.cited)
+    assert {lab for lab in LABEL.findall(s.text)} == {src.label for src in s.sources if src.cited}
     assert len(s.claims) == bullets and all(c.citations for c in s.claims)
     assert s.params["k"] == 16 and s.params["retrieved"] == 16 and s.params["embedding_model"]
 
@@ -220,19 +221,19 @@ def test_generation_with_fake_model_validates_citations(conn, embedder):
     assert s.params["max_tokens"] == 300 and s.params["grammar"] is False
     assert "[S99]" not in s.text and "[S1]" in s.text and "[S2][S3]" in s.text
     assert {r.text for r in s.removed_citations} >= {"[S99]"}
-    assert {src["label"] for src in s.sources if src["cited"]} == {"S1", "S2", "S3"}
+    assert {src.label for src in s.sources if src.cited} == {"S1", "S2", "S3"}
     call = fake.calls[-1]
     system, user = call["messages"][0]["content"], call["messages"][1]["content"]
     assert call["stream"] and call["max_tokens"] == 300
     assert system == prompt.SYSTEM_PROMPT  # shared by every call: llama.cpp re-uses its KV cache
     labels_line = user.split("Labels you may cite: ")[1].split("\n")[0]
-    assert all(f"[{src['label']}]" in labels_line and f"[{src['label']}]" in user for src in s.sources)
+    assert all(f"[{src.label}]" in labels_line and f"[{src.label}]" in user for src in s.sources)
     assert "Summarise what the passages say about: bulging weak spots in brain arteries" in user
     assert not any(c.text.startswith("#") or c.text in ("Rupture", "Treatment") for c in s.claims)
     back = summary.get(conn, "Bulging weak spots in brain arteries", 1)
     assert back.text == s.text and back.removed_citations == s.removed_citations
     assert [c.text for c in back.claims] == [c.text for c in s.claims]
-    assert back.sources[0]["text"] == s.sources[0]["text"] and back.status == "ok"
+    assert back.sources[0].text == s.sources[0].text and back.status == "ok"
 
 
 def test_prompt_is_fitted_to_a_small_window(conn, embedder):
@@ -306,8 +307,8 @@ def test_show_list_topics_need_no_model(conn, extractive, cli, monkeypatch):
 
 def test_stale_after_books_remove(conn, extractive, cli):
     saved(conn, extractive, "aneurysms")
-    cited = sorted(src["label"] for src in extractive.sources if src["cited"])
-    assert {src["book_id"] for src in extractive.sources if src["cited"]} == {"primer"}
+    cited = sorted(src.label for src in extractive.sources if src.cited)
+    assert {src.book_id for src in extractive.sources if src.cited} == {"primer"}
     assert cli("books", "remove", "primer").exit_code == 0
     data = json.loads(cli("summary", "show", "aneurysms", "1", "--json").stdout)
     assert data["status"] == "stale" and sorted(data["stale_sources"]) == cited
@@ -338,7 +339,7 @@ def _changed_copy(tmp_path: Path) -> Path:
 
 def test_stale_after_ingest_replace_names_the_changed_sources(conn, extractive, cli, tmp_path):
     saved(conn, extractive, "aneurysms")
-    before = {src["label"]: src for src in extractive.sources}
+    before = {src.label: src for src in extractive.sources}
     result = cli("ingest", _changed_copy(tmp_path), "--id", "primer", "--replace")
     assert result.exit_code == 0, result.output
     data = json.loads(cli("summary", "show", "aneurysms", "1", "--json").stdout)
@@ -347,11 +348,11 @@ def test_stale_after_ingest_replace_names_the_changed_sources(conn, extractive, 
     moved = {lab for lab, src in now.items() if src["status"] == "moved"}
     assert gone and moved  # one passage's text changed; the others came back under new ids
     assert all(now[lab]["reason"] == "text changed" for lab in gone)
-    assert any("3% of adults" in before[lab]["text"] for lab in gone)
-    assert not any("3% of adults" in before[lab]["text"] for lab in moved)
+    assert any("3% of adults" in before[lab].text for lab in gone)
+    assert not any("3% of adults" in before[lab].text for lab in moved)
     for lab in moved:
-        assert now[lab]["current_passage_id"] != before[lab]["passage_id"]
-    cited_gone = sorted(lab for lab in gone if before[lab]["cited"])
+        assert now[lab]["current_passage_id"] != before[lab].passage_id
+    cited_gone = sorted(lab for lab in gone if before[lab].cited)
     assert sorted(data["stale_sources"]) == cited_gone
     assert data["status"] == ("stale" if cited_gone else "ok")
 
@@ -359,7 +360,7 @@ def test_stale_after_ingest_replace_names_the_changed_sources(conn, extractive, 
 def test_unchanged_reingest_is_not_stale(conn, extractive):
     s = saved(conn, extractive, "aneurysms")
     assert summary.get(conn, "aneurysms", s.number).status == "ok"
-    assert all(src["status"] == "ok" for src in summary.get(conn, "aneurysms", 1).sources)
+    assert all(src.status == "ok" for src in summary.get(conn, "aneurysms", 1).sources)
 
 
 # -- errors and JSON shapes ------------------------------------------------------------------------

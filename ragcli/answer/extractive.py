@@ -19,6 +19,8 @@ LIST_ITEM_BONUS = 0.04  # a list of the book's own steps or signs is worth more 
 LIST_MARGIN = 0.05  # a list is the answer if its best items score this close to the best sentence
 NEAR_DUPLICATE = 0.8  # share of the shorter sentence's words that makes two sentences one
 KIND_BONUS = 0.1  # a sentence of the kind the question asks for (an instruction, a definition, signs)
+SUMMARY_SENTENCES = 8
+PER_SOURCE = 2  # an extractive summary takes at most this many sentences from one passage
 
 
 def candidates(sources: list[Source], max_words: int = 10_000, min_words: int = 5) -> list[tuple[str, int, int]]:
@@ -307,3 +309,30 @@ def _reading_runs(sources: list[Source]) -> list[list[tuple[str, int, int]]]:
             pid += 1
         runs.append(run)
     return runs
+def summary(embedder, topic: str, sources: list[Source]) -> tuple[str, list[str]]:
+    """Key sentences about `topic`, grouped under their book sections in reading order, each with
+    its label. Returns (text, labels used in order)."""
+    found = candidates(sources, max_words=60)
+    if not found:
+        return "", []
+    groups: dict[tuple, list[tuple[str, int, int]]] = {}
+    for sentence, i, j in pick_sentences(embedder, topic, found, SUMMARY_SENTENCES,
+                                         per_source=PER_SOURCE, rank_penalty=0.01):
+        h = sources[i].hit
+        groups.setdefault((h.book_id, tuple(h.section_path)), []).append((sentence, i, j))
+    several_books = len({book for book, _ in groups}) > 1
+    order = sorted(groups, key=lambda g: (g[0], min(sources[i].hit.passage_id for _, i, _ in groups[g])))
+    blocks, used = [], []
+    for group in order:
+        items = sorted(groups[group], key=lambda x: (sources[x[1]].hit.passage_id, x[2]))
+        hit = sources[items[0][1]].hit
+        heading = hit.section_str or hit.book_title
+        if several_books and hit.section_str:
+            heading = f"{hit.book_title} — {heading}"
+        lines = [f"## {heading}"]
+        for sentence, i, _ in items:
+            lines.append(f"- {sentence} [{sources[i].label}]")
+            if sources[i].label not in used:
+                used.append(sources[i].label)
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks), used

@@ -16,19 +16,22 @@ from ragcli.answer import support
 from ragcli.answer.citations import neutralise
 from ragcli.answer.claims import attach_citations, split_claims
 from ragcli.text import sentences as split_sentences_plain
+from ragcli.answer.prompt import SYSTEM_PROMPT
+from ragcli.answer.refusal import is_refusal_sentence
 from ragcli.types import Answer, Claim, Evidence, Source
 
-NOT_FACTUAL = re.compile(r"^(the provided passages do not|i (do not|don't) know|no (relevant )?information)",
-                         re.I)
+NOT_FACTUAL = re.compile(r"^(i (do not|don't) know|no (relevant )?information)", re.I)
 LEVEL_ORDER = {"supported": 0, "weak": 1, "unsupported": 2}
 
 
 def is_factual(text: str) -> bool:
     words = re.findall(r"[A-Za-z]{2,}", text)
-    return len(words) >= 3 and not NOT_FACTUAL.match(text.strip()) and not text.rstrip().endswith("?")
+    return (len(words) >= 3 and not NOT_FACTUAL.match(text.strip()) and not is_refusal_sentence(text)
+            and not text.rstrip().endswith("?"))
 
 
 def score(answer_text: str, sources: list[Source], embedder) -> list[Claim]:
+    """The claims (sentences) of `answer_text`, each with its support by the `sources` it cites."""
     by_label = {s.label: s for s in sources}
     parsed = attach_citations(split_claims(answer_text))
     claims = [Claim(text=t, citations=[lab for lab in labels if lab in by_label]) for t, labels in parsed]
@@ -79,8 +82,7 @@ def verify_messages(answer: Answer, claims: list[Claim]) -> list[dict]:
         cited = "\n".join(f"  [{lab}] {neutralise(by_label[lab].hit.text)}" for lab in c.citations
                           if lab in by_label)
         lines.append(f"Claim {i}: {c.text}\n{cited or '  (no source cited)'}")
-    from ragcli.answer.prompt import SYSTEM_PROMPT  # shared by every call, so its tokens stay in llama.cpp's cache
-
+    # the system prompt every call shares, so its tokens stay in llama.cpp's cache
     return [{"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": VERIFY_TASK + "\n\n" + "\n\n".join(lines)}]
 

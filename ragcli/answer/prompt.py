@@ -7,15 +7,19 @@ from typing import Callable
 
 from ragcli.types import Hit, Source
 
+# What the model is told to say when the passages do not answer; `answer.refusal` recognises it (and
+# every other wording of a refusal).
+NO_ANSWER = "The provided passages do not answer this."
+
 # One system prompt for every call (rewrite, answer, summary, verify): llama.cpp keeps the KV cache of
 # the previous prompt, so each call after the first re-uses these tokens instead of evaluating them again.
-SYSTEM_PROMPT = """You are ragcli, an assistant that works ONLY from numbered passages of the user's books,
+SYSTEM_PROMPT = f"""You are ragcli, an assistant that works ONLY from numbered passages of the user's books,
 given in a CONTEXT block as [S1], [S2], ... (book passages) and [F1], [F2], ... (figures).
 Rules for every task:
 - Cite ONLY labels that appear in the CONTEXT block. Never invent labels, page numbers, section titles
   or sources, and never answer from memory.
 - Answering: every factual sentence ends with the label of the passage that supports it, e.g. [S1].
-  If the context does not contain the answer, say exactly: "The provided passages do not answer this."
+  If the context does not contain the answer, say exactly: "{NO_ANSWER}"
   If passages disagree, say so and cite both sides. Be concise: a few sentences, no preamble.
 - Summarising: 2 to 5 short sections, each a line "## Heading" then bullet lines "- ", every bullet
   ending with its label. No preamble and no closing remarks.
@@ -23,6 +27,9 @@ Rules for every task:
 - Checking claims: reply with the JSON array asked for, nothing else."""
 
 ANSWER_INSTRUCTION = "Answer the QUESTION with a citation label after each sentence."
+SUMMARY_INSTRUCTION = (
+    "Summarise what the passages say about: {topic}. Use 2 to 5 sections, each a \"## Heading\" line "
+    "then \"- \" bullets, every bullet ending with its citation label.")
 
 TRUNCATION_NOTE = " […passage cut here to fit the model's context window]"
 
@@ -34,6 +41,11 @@ class Prompt:
     dropped: list[Source]  # lowest-ranked sources left out to fit the window
     truncated: list[str]  # labels whose text was cut (said so in the prompt)
     prompt_tokens: int
+
+
+def as_text(messages: list[dict]) -> str:
+    """The messages as `--show-prompt` prints them."""
+    return "\n\n".join(f"<{m['role']}>\n{m['content']}" for m in messages)
 
 
 def label_sources(hits: list[Hit]) -> list[Source]:

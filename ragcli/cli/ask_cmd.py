@@ -6,42 +6,12 @@ from typing import Annotated, Optional
 import typer
 
 from ragcli.cli.common import (
-    BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, open_db, status, warn,
+    BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, open_db, warn,
+)
+from ragcli.cli.options import (
+    CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, load_model, read_grammar,
 )
 
-
-def model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name=None):
-    """Merge flags, RAGCLI_MODEL and the config file; load the model or connect to its server (None
-    when none is configured)."""
-    from ragcli import config
-    from ragcli.models.factory import from_settings
-
-    s = config.model_settings(path=model, name=model_name, n_ctx=ctx, threads=threads, gpu_layers=gpu_layers,
-                              seed=seed, temperature=temperature, max_tokens=max_tokens)
-    if not (s.path or s.url):
-        return None, s
-    from ragcli.models.openai_http import safe_url
-
-    what = f"connecting to {safe_url(s.url)}" if s.url else f"loading the model {s.path}"
-    with status(what):
-        return from_settings(s), s
-
-
-ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Chat model: a GGUF file, an OpenAI-"
-                                                 "compatible server URL (http://host:port/v1) or a profile of the "
-                                                 "config file (default: $RAGCLI_MODEL, then the config file).",
-                                                 show_default=False)]
-ModelNameOpt = Annotated[Optional[str], typer.Option("--model-name", help="Which of the server's models to use "
-                                                     "(default: the only one it serves).", show_default=False)]
-CtxOpt = Annotated[Optional[int], typer.Option("--ctx", help="Context size in tokens (default 4096).",
-                                               show_default=False)]
-ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="CPU threads for llama.cpp.", show_default=False)]
-GpuOpt = Annotated[Optional[int], typer.Option("--gpu-layers", help="Layers to offload to a GPU (needs a GPU "
-                                               "build of llama.cpp).", show_default=False)]
-SeedOpt = Annotated[Optional[int], typer.Option("--seed", show_default=False, help="Sampling seed: the same "
-                                                "seed, model and prompt give the same answer (default 0).")]
-TempOpt = Annotated[Optional[float], typer.Option("--temperature", show_default=False, help="Sampling "
-                                                  "temperature: 0 always takes the likeliest word (default 0.2).")]
 FORMATS = ("text", "markdown")
 FormatOpt = Annotated[str, typer.Option("--format", metavar="text|markdown", help="text (the default), or "
                                         "markdown: a document with footnote sources, for notes.")]
@@ -69,8 +39,6 @@ def ask(
 ) -> None:
     """Answer a question from the books, citing only passages that were retrieved."""
     from ragcli import ask as core
-    from ragcli.answer import health
-    from ragcli.models.embed import MemoEmbedder
     from ragcli.render import data, terminal
     from ragcli.render.stream import AnswerStream
     from ragcli.search.pipeline import check_scope
@@ -83,22 +51,16 @@ def ask(
         raise UsageError("the question is empty: ask in a few words, e.g. `ragcli ask \"how to stop bleeding\"`")
     conn = open_db(db, create=False)
     check_scope(conn, book)  # before the model loads
-    embedder = MemoEmbedder(embedder_for(conn, embed_model))  # answer and claims share sentence vectors
-    chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
+    embedder = embedder_for(conn, embed_model)
+    chat_model, settings = load_model(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
     stream = AnswerStream.for_model(chat_model, json_out or output != "text")
     opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
-                           max_tokens=settings.max_tokens,
-                           show_prompt=show_prompt, grammar=read_grammar(grammar_file))
+                           max_tokens=settings.max_tokens, show_prompt=show_prompt,
+                           grammar=read_grammar(grammar_file), verify=verify, evidence=evidence)
     try:
         answer = core.ask(conn, embedder, question, chat_model, opts, on_text=stream.on_text,
                           on_expanded=stream.on_expanded, on_phase=stream.phase, on_progress=stream.on_progress)
         stream.finish_text()
-        if verify or evidence or answer.status in ("answered", "extractive"):
-            stream.phase("verify" if verify and chat_model is not None else "claims")
-            _assess(answer, embedder, chat_model, verify)
-        health.finish(answer)
-        if verify and health.verification_skipped(answer, chat_model is not None):
-            answer.verification = {"skipped": health.verification_skipped(answer, chat_model is not None)}
     finally:
         stream.clear()
     answer.timings.update(stream.timings())
@@ -119,21 +81,3 @@ def ask(
 
         raise ModelError(answer.notice or "the model's reply was cut")
 
-
-def read_grammar(path: Optional[str]):
-    from ragcli.errors import UsageError
-    from ragcli.models.chat import Grammar
-
-    if not path:
-        return None
-    try:
-        return Grammar(open(path, encoding="utf-8").read())
-    except OSError as exc:
-        raise UsageError(f"cannot read grammar file {path}: {exc.strerror}") from exc
-
-
-def _assess(answer, embedder, chat_model, verify: bool) -> None:
-    """Per-claim support, and the optional --verify pass."""
-    from ragcli.answer import grounding
-
-    grounding.assess(answer, embedder, chat_model if verify else None)

@@ -5,9 +5,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragcli.cli.ask_cmd import CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, model_options, read_grammar
 from ragcli.cli.common import (
     BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn,
+)
+from ragcli.cli.options import (
+    CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, load_model, read_grammar,
 )
 
 summary_app = typer.Typer(
@@ -51,7 +53,7 @@ def summary_new(
     conn = open_db(db, create=False)
     check_scope(conn, book)  # before the model loads
     embedder = embedder_for(conn, embed_model)
-    chat_model, settings = model_options(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
+    chat_model, settings = load_model(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
     opts = core.SummaryOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
                                max_tokens=max_tokens or max(settings.max_tokens, core.MAX_TOKENS),
                                grammar=read_grammar(grammar_file), keep_weak=keep_weak)

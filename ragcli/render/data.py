@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from ragcli.types import Hit, Summary
+from ragcli.types import Hit, Summary, SummarySource
 
 
 def to_data(obj: Any) -> Any:
@@ -125,11 +125,11 @@ def answer_data(answer) -> dict:
 
 def books_of(summary: Summary) -> list[str]:
     """Book ids the summary cites (of all its sources when it cites none), in order of first use."""
-    relied_on = [s for s in summary.sources if s.get("cited")] or summary.sources
+    relied_on = [s for s in summary.sources if s.cited] or summary.sources
     out: list[str] = []
     for s in relied_on:
-        if s["book_id"] not in out:
-            out.append(s["book_id"])
+        if s.book_id not in out:
+            out.append(s.book_id)
     return out
 
 
@@ -142,17 +142,17 @@ def model_name(summary: Summary):
     return (summary.model or {}).get("name") or (summary.model or {}).get("file")
 
 
-def summary_source_data(source: dict) -> dict:
+def summary_source_data(source: SummarySource) -> dict:
     """One saved source of a summary (README: "summary show --json")."""
     return {
-        "label": source["label"], "cited": bool(source.get("cited")), "kind": source.get("kind"),
-        "book_id": source["book_id"], "book_title": source.get("book_title"),
-        "section_path": source.get("section_path", []), "page_label": source.get("page_label"),
-        "page": source.get("page_start"), "page_end": source.get("page_end"),
-        "figure_number": source.get("figure_number"), "passage_id": source["passage_id"],
-        "text_hash": source["text_hash"], "status": source.get("status", "ok"),
-        "reason": source.get("reason"), "current_passage_id": source.get("current_passage_id"),
-        "text": source.get("text"),
+        "label": source.label, "cited": bool(source.cited), "kind": source.kind,
+        "book_id": source.book_id, "book_title": source.book_title,
+        "section_path": source.section_path, "page_label": source.page_label,
+        "page": source.page_start, "page_end": source.page_end,
+        "figure_number": source.figure_number, "passage_id": source.passage_id,
+        "text_hash": source.text_hash, "status": source.status,
+        "reason": source.reason, "current_passage_id": source.current_passage_id,
+        "text": source.text,
     }
 
 
@@ -162,7 +162,7 @@ def summary_data(summary: Summary) -> dict:
         "topic": summary.topic, "topic_key": summary.topic_key, "number": summary.number,
         "kind": summary.kind, "status": summary.status, "stale_sources": summary.stale_sources,
         "created_at": summary.created_at, "text": summary.text,
-        "citations": [s["label"] for s in summary.sources if s.get("cited")],
+        "citations": [s.label for s in summary.sources if s.cited],
         "books": books_of(summary), "model": summary.model, "params": summary.params,
         "warnings": summary_warnings(summary), "supported_share": supported_share(summary.claims),
         "claims": claims_data(summary.claims, quoted=summary.kind == "extractive"),
@@ -176,7 +176,7 @@ def summary_row(summary: Summary) -> dict:
     return {
         "number": summary.number, "created_at": summary.created_at, "kind": summary.kind,
         "model": model_name(summary), "books": books_of(summary), "sources": len(summary.sources),
-        "cited": sum(1 for s in summary.sources if s.get("cited")), "status": summary.status,
+        "cited": sum(1 for s in summary.sources if s.cited), "status": summary.status,
         "stale_sources": summary.stale_sources,
         "warnings": [w["code"] for w in summary_warnings(summary)],
         "supported_share": supported_share(summary.claims),

@@ -67,8 +67,7 @@ def summary_markdown(summary: Summary) -> str:
     if block:
         lines += block + [""]
     for s in summary.sources:
-        if s.get("cited"):
-            lines.append(_footnote(s["label"], s.get("book_title") or s["book_id"],
-                                   " › ".join(s.get("section_path") or []), s.get("page_label"),
-                                   s.get("page_start"), s.get("figure_number") if s.get("kind") == "figure" else None))
+        if s.cited:
+            lines.append(_footnote(s.label, s.book_title or s.book_id, " › ".join(s.section_path or []),
+                                   s.page_label, s.page_start, s.figure_number if s.kind == "figure" else None))
     return "\n".join(lines).rstrip() + "\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ragcli.render.data import model_name, summary_row, summary_warnings, supported_share
-from ragcli.types import Book, Hit, Summary
+from ragcli.types import Book, Hit, Summary, SummarySource
 
 
 def highlight(text: str, query: str):
@@ -347,7 +347,7 @@ def print_summary(console, summary: Summary, streamed: bool = False, saved: bool
     print_health(console, summary_warnings(summary))
     if summary.claims:
         print_claims(console, summary.claims, evidence=False, quoted=summary.kind == "extractive")
-    cited = [s for s in summary.sources if s.get("cited")]
+    cited = [s for s in summary.sources if s.cited]
     if cited:
         console.print("\n[bold]Sources[/]")
         for s in cited:
@@ -356,15 +356,15 @@ def print_summary(console, summary: Summary, streamed: bool = False, saved: bool
         console.print("\n[bold red]no sentence of this summary cites a passage[/]")
 
 
-def summary_source_line(source: dict) -> str:
-    where = f"Figure {source['figure_number']}, " if source.get("kind") == "figure" else ""
-    section = " › ".join(source.get("section_path") or [])
-    text = _escape(snippet(source.get("text") or "", 140))
-    line = (f"[cyan][{source['label']}][/] {_escape(source.get('book_title') or source['book_id'])} — "
-            f"{_escape(section)}, {where}p. {source.get('page_label')}: {text}")
-    status = source.get("status", "ok")
+def summary_source_line(source: SummarySource) -> str:
+    where = f"Figure {source.figure_number}, " if source.kind == "figure" else ""
+    section = " › ".join(source.section_path or [])
+    text = _escape(snippet(source.text or "", 140))
+    line = (f"[cyan][{source.label}][/] {_escape(source.book_title or source.book_id)} — "
+            f"{_escape(section)}, {where}p. {source.page_label}: {text}")
+    status = source.status
     if status == "gone":
-        line += f" [bold red]({_escape(source.get('reason') or 'gone')})[/]"
+        line += f" [bold red]({_escape(source.reason or 'gone')})[/]"
     elif status == "moved":
         line += f" [dim]({SOURCE_STATUS['moved']})[/]"
     return line

@@ -11,7 +11,7 @@ import json
 from typing import Iterable, Optional
 
 from ragcli.store.sql import select_in, transaction
-from ragcli.types import Claim, Evidence, RemovedCitation, Summary
+from ragcli.types import Claim, Evidence, RemovedCitation, Summary, SummarySource
 
 SOURCE_COLUMNS = ("label", "cited", "passage_id", "book_id", "book_title", "kind", "figure_number",
                   "section_path", "page_start", "page_end", "page_label", "text", "text_hash")
@@ -63,11 +63,11 @@ def _deleted_up_to(conn, topic_key: str) -> int:
     return int(row[0]) if row else 0
 
 
-def _source_row(source: dict) -> tuple:
-    row = dict(source)
-    row["cited"] = 1 if row.get("cited") else 0
-    row["section_path"] = _dumps(row.get("section_path") or [])
-    return tuple(row.get(col) for col in SOURCE_COLUMNS)
+def _source_row(source: SummarySource) -> tuple:
+    row = {col: getattr(source, col) for col in SOURCE_COLUMNS}
+    row["cited"] = 1 if row["cited"] else 0
+    row["section_path"] = _dumps(row["section_path"] or [])
+    return tuple(row[col] for col in SOURCE_COLUMNS)
 
 
 def numbers(conn, topic_key: str) -> list[int]:
@@ -88,7 +88,7 @@ def summaries(conn, topic_key: str, number: Optional[int] = None) -> list[Summar
     return out
 
 
-def _summary(row, sources: list[dict]) -> Summary:
+def _summary(row, sources: list[SummarySource]) -> Summary:
     _id, topic, key, number, kind, text, model, params, claims, removed, created = row
     return Summary(topic=topic, topic_key=key, number=number, text=text, sources=sources,
                    model=json.loads(model) if model else None, created_at=created, kind=kind,
@@ -106,7 +106,7 @@ def _claim(data: dict) -> Claim:
     return claim
 
 
-def _sources(conn, summary_id: int) -> list[dict]:
+def _sources(conn, summary_id: int) -> list[SummarySource]:
     rows = conn.execute(f"SELECT {', '.join(SOURCE_COLUMNS)} FROM summary_sources WHERE summary_id = ?"
                         f" ORDER BY rowid", (summary_id,)).fetchall()
     out = []
@@ -114,7 +114,7 @@ def _sources(conn, summary_id: int) -> list[dict]:
         source = dict(zip(SOURCE_COLUMNS, row))
         source["cited"] = bool(source["cited"])
         source["section_path"] = json.loads(source["section_path"])
-        out.append(source)
+        out.append(SummarySource(**source))
     return out
 
 

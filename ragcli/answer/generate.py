@@ -1,0 +1,78 @@
+"""The one generation loop of ask and summary: labelled prompt -> model stream -> citation filter.
+
+`generate` fits the sources into the model's window (`prompt.build`), streams the model's reply through
+the health monitor (which stops a model that loops) and `citations.StreamFilter` (so no invalid citation
+is ever passed on, even for a moment) and hands each validated piece to `on_text` as it comes.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ragcli.answer import citations
+from ragcli.answer import health
+from ragcli.answer import prompt
+from ragcli.models.chat import Constraint, IncompleteReply
+from ragcli.types import HealthWarning, RemovedCitation, Source
+
+ANSWER_TOKENS_RESERVE = 64  # room kept free in the window besides the prompt and the reply
+
+
+@dataclass
+class Generated:
+    text: str  # validated, stripped
+    citations: list[str]  # valid labels cited, in order of first use
+    removed: list[RemovedCitation]
+    prompt: prompt.Prompt  # messages, the sources in the prompt and those left out to fit
+    timings: dict = field(default_factory=dict)  # first_token, generation (s), prompt_tokens, model stats
+    cut: Optional[IncompleteReply] = None  # the reply stopped early: `text` is the part received
+    warnings: list[HealthWarning] = field(default_factory=list)  # what the health monitor saw
+
+
+def generate(model, question: str, sources: list[Source], *, max_tokens: int,
+             constraint: Optional[Constraint] = None,
+             instruction: str = prompt.ANSWER_INSTRUCTION,
+             on_text: Optional[Callable[[str], None]] = None,
+             on_progress: Optional[Callable[[str, dict], None]] = None) -> Generated:
+    """Prompt the model with `sources` under `instruction` and stream its validated reply.
+    `on_progress(event, info)` receives the model's own progress (prompt processing, first token)."""
+    budget = model.context_size - max_tokens - ANSWER_TOKENS_RESERVE
+    p = prompt.build(question, sources, model.count_tokens, budget, instruction=instruction)
+    stream = citations.StreamFilter({s.label for s in p.sources}, *prompt.reference_maps(p.sources))
+    monitor = health.Monitor(p.sources)
+    pieces: list[str] = []
+    timings: dict = {}
+    t = time.perf_counter()
+
+    def emit(safe: str) -> None:
+        pieces.append(safe)
+        if safe and "first_token" not in timings:
+            timings["first_token"] = time.perf_counter() - t
+        if on_text and safe:
+            on_text(safe)
+
+    cut = None
+    try:
+        reply = model.chat(p.messages, max_tokens=max_tokens, stream=True, constraint=constraint,
+                           on_progress=on_progress)
+        for piece in reply:
+            emit(stream.feed(monitor.feed(piece)))
+            if monitor.stop:  # the model loops: stop generating now
+                getattr(reply, "close", lambda: None)()
+                break
+    except IncompleteReply as exc:  # keep the part received, validated like the rest
+        cut = exc
+    emit(stream.feed(monitor.flush()))
+    emit(stream.flush())
+    timings["generation"] = time.perf_counter() - t
+    timings["prompt_tokens"] = p.prompt_tokens
+    timings.update({k: v for k, v in getattr(model, "stats", {}).items() if isinstance(v, (int, float))})
+    text = "".join(pieces).strip()
+    if monitor.stop:
+        text = health.drop_repeats(text)
+    warnings = monitor.warnings(getattr(model, "stats", None), max_tokens)
+    if cut is not None:
+        warnings = health.merge([HealthWarning("stream_cut", f"the reply stopped before the model finished: {cut}")],
+                                warnings)
+    return Generated(text, list(stream.citations), list(stream.removed), p, timings, cut, warnings)
