@@ -26,7 +26,19 @@ Rules for every task:
 - Rewriting a question for search: one short line in the book's own vocabulary, nothing else.
 - Checking claims: reply with the JSON array asked for, nothing else."""
 
-ANSWER_INSTRUCTION = "Answer the QUESTION with a citation label after each sentence."
+# The answer task has a system prompt of its own (issue 16): with the shared one, which spells out the
+# refusal sentence among five tasks' rules, Qwen2.5 0.5B/1.5B refused questions their passages
+# answer. Passages come first, then the question, then the task (docs/benchmarks-answers.md).
+ANSWER_SYSTEM = """You answer questions from numbered passages of the user's books.
+Write 2 to 4 short sentences that answer the question with what the passages say: the steps to take, \
+the signs, the facts, in the passages' own words. Never add facts, numbers or doses the passages do not give.
+End every sentence with the label of the passage it comes from, like [S2].
+Only if no passage says anything about what was asked, write: The passages do not say."""
+ANSWER_INSTRUCTION = "Answer in 2 to 4 sentences, each ending with its label."
+ANSWER_SOURCES = 6  # passages given for an answer (k retrieved; the rest are listed, not prompted)
+# The second chance (ragcli.answer.refusal.deserves_second_chance): the top passages only.
+SECOND_CHANCE_INSTRUCTION = ("These passages answer the question. Answer it from them in 2 or 3 "
+                             "sentences, each ending with its label.")
 SUMMARY_INSTRUCTION = (
     "Summarise what the passages say about: {topic}. Use 2 to 5 sections, each a \"## Heading\" line "
     "then \"- \" bullets, every bullet ending with its citation label.")
@@ -69,16 +81,17 @@ def source_header(source: Source) -> str:
     return f"[{source.label}] {h.book_title} — {h.section_str}, p. {pages}"
 
 
-def source_block(source: Source, text: str | None = None) -> str:
-    """A passage as the model sees it: its label header, then its text with the book's own
-    citation-like marks made inert ("[3]" -> "⟨3⟩": citations.neutralise), so only labels are labels."""
+def source_block(source: Source, text: str | None = None, header=None) -> str:
+    """A passage as the model sees it: its label header (`header(source)`, `source_header` unless
+    given), then its text with the book's own citation-like marks made inert ("[3]" -> "⟨3⟩":
+    citations.neutralise), so only labels are labels."""
     from ragcli.answer.citations import neutralise
 
     body = neutralise(source.hit.text if text is None else text)
     if source.hit.kind == "figure":
         caption = re.sub(r"^\W*(?:figure|fig\.?)\s*\S+\s*", "", body, flags=re.I)
-        return f"{source_header(source)}: {caption}"
-    return f"{source_header(source)}\n{body}"
+        return f"{(header or source_header)(source)}: {caption}"
+    return f"{(header or source_header)(source)}\n{body}"
 
 
 def user_message(question: str, blocks: list[str], labels: str = "",
@@ -88,42 +101,65 @@ def user_message(question: str, blocks: list[str], labels: str = "",
             f"QUESTION: {question}\n\n{instruction}")
 
 
+def answer_header(source: Source) -> str:
+    """A short header for the answer prompt: the label, the innermost section, the page."""
+    h = source.hit
+    if h.kind == "figure":
+        return f"[{source.label}] Figure {h.figure_number}, p. {h.page_label}"
+    return f"[{source.label}] {h.section_path[-1] if h.section_path else h.book_title}, p. {h.page_label}"
+
+
+def answer_message(question: str, blocks: list[str], instruction: str = ANSWER_INSTRUCTION) -> str:
+    return f"Passages:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}\n\n{instruction}"
+
+
 def build(question: str, sources: list[Source], count_tokens: Callable[[str], int], budget: int,
           instruction: str = ANSWER_INSTRUCTION) -> Prompt:
     """Fit the labelled context into `budget` prompt tokens: drop the lowest-ranked sources first; cut
-    the text of the last one only when even the best source does not fit, and say so in the prompt."""
-    kept = list(sources)
-    system_tokens = count_tokens(SYSTEM_PROMPT) + 16
+    the text of the last one only when even the best source does not fit, and say so in the prompt.
+    An answer (or its second chance) has its own system prompt, short headers and at most
+    ANSWER_SOURCES passages; a summary the shared system prompt."""
+    answering = instruction in (ANSWER_INSTRUCTION, SECOND_CHANCE_INSTRUCTION)
+    system = ANSWER_SYSTEM if answering else SYSTEM_PROMPT
+    pool = list(sources)[:ANSWER_SOURCES] if answering else list(sources)
+    kept = list(pool)
+    system_tokens = count_tokens(system) + 16
 
     def user(blocks: list[str]) -> str:
+        if answering:
+            return answer_message(question, blocks, instruction)
         return user_message(question, blocks, ", ".join(f"[{s.label}]" for s in kept), instruction)
 
+    def block(source: Source, text: str | None = None) -> str:
+        return source_block(source, text, header=answer_header if answering else None)
+
     while True:
-        blocks = [source_block(s) for s in kept]
+        blocks = [block(s) for s in kept]
         total = system_tokens + count_tokens(user(blocks))
         if total <= budget or len(kept) <= 1:
             break
         kept.pop()  # the lowest-ranked source goes first
     truncated: list[str] = []
     if total > budget and kept:
-        blocks = [_cut_to_fit(kept[0], lambda b: system_tokens + count_tokens(user([b])) <= budget)]
+        blocks = [_cut_to_fit(kept[0], lambda b: system_tokens + count_tokens(user([b])) <= budget,
+                              block)]
         total = system_tokens + count_tokens(user(blocks))
         truncated = [kept[0].label]
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user(blocks)}]
-    return Prompt(messages, kept, sources[len(kept):], truncated, total)
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user(blocks)}]
+    return Prompt(messages, kept, pool[len(kept):], truncated, total)
 
 
-def _cut_to_fit(source: Source, fits: Callable[[str], bool]) -> str:
+def _cut_to_fit(source: Source, fits: Callable[[str], bool], block) -> str:
     """The source's block with the longest prefix of its text that fits, marked as cut."""
     words = source.hit.text.split()
     lo, hi = 0, len(words)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if fits(source_block(source, " ".join(words[:mid]) + TRUNCATION_NOTE)):
+        if fits(block(source, " ".join(words[:mid]) + TRUNCATION_NOTE)):
             lo = mid
         else:
             hi = mid - 1
-    return source_block(source, " ".join(words[:lo]) + TRUNCATION_NOTE)
+    return block(source, " ".join(words[:lo]) + TRUNCATION_NOTE)
 
 
 # Two worked examples (other fields, so they cannot leak into a real search) shown as earlier turns:
