@@ -70,24 +70,39 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
 
 
 def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_text, on_progress) -> Answer:
+    """The model's answer; a refusal is `no_answer`, and gets one second chance (the top passages
+    only, a direct instruction) when retrieval matched the question well (refusal.deserves_second_chance)."""
     gen = generate(model, question, sources, max_tokens=opts.max_tokens, constraint=opts.grammar,
                    on_text=on_text, on_progress=on_progress)
     timings.update(gen.timings)
-    status = "answered"
-    if refusal.is_refusal(gen.text):  # in any wording: a status, never an answer with a support table
-        status = "no_answer"
-    elif not gen.citations:
-        status = "unsupported"
+    shown = gen.prompt.sources  # the passages listed: those of the first prompt
+    attempts = 1
+    if refusal.is_refusal(gen.text) and refusal.deserves_second_chance(sources):
+        top = [s for s in sources if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
+        if on_text:
+            on_text("\n")
+        second = generate(model, question, top, max_tokens=opts.max_tokens, constraint=opts.grammar,
+                          instruction=prompt.SECOND_CHANCE_INSTRUCTION, on_text=on_text,
+                          on_progress=on_progress)
+        attempts = 2
+        timings["generation"] = timings.get("generation", 0.0) + second.timings.get("generation", 0.0)
+        timings["second_chance_prompt_tokens"] = second.timings.get("prompt_tokens")
+        gen = second if not refusal.is_refusal(second.text) else gen
     notice = None
+    if refusal.is_refusal(gen.text):
+        status = "no_answer"
+        notice = "the passages do not seem to answer this; the nearest passages are listed"
+    else:
+        status = "answered" if gen.citations else "unsupported"
     if gen.prompt.dropped:
-        notice = f"{len(gen.prompt.dropped)} lower-ranked passage(s) left out to fit the model's context window"
+        dropped = f"{len(gen.prompt.dropped)} lower-ranked passage(s) left out to fit the model's context window"
+        notice = f"{notice}; {dropped}" if notice else dropped
     if gen.cut is not None:  # the part received is kept, validated like the rest
         status, notice = "incomplete", str(gen.cut)
-    return Answer(**base, answer=gen.text, status=status, citations=gen.citations,
-                  removed_citations=gen.removed, sources=gen.prompt.sources,
-                  model=getattr(model, "params", None), timings=timings,
+    return Answer(**base, answer=gen.text, status=status, citations=gen.citations if status != "no_answer" else [],
+                  removed_citations=gen.removed, sources=shown, model=getattr(model, "params", None), timings=timings,
                   prompt=prompt.as_text(gen.prompt.messages) if opts.show_prompt else None, notice=notice,
-                  warnings=gen.warnings)
+                  attempts=attempts, warnings=gen.warnings)
 
 
 def _extractive(embedder, question, sources: list[Source], base, timings) -> Answer:
@@ -106,13 +121,19 @@ def _extractive(embedder, question, sources: list[Source], base, timings) -> Ans
 
 
 def _assessed(answer: Answer, embedder, model, opts: AskOptions, phase) -> Answer:
-    """Per-claim support, with `verify` the second model pass; then the claims' health folded into
-    the status, and why --verify did not run when it did not."""
+    """Per-claim support, with `verify` the second model pass; a model's answer whose substance the
+    passages do not back (refusal.unbacked_reason) becomes `no_answer` with the reason; then the
+    claims' health folded into the status, and why --verify did not run when it did not."""
     if opts.verify or opts.evidence or answer.status in ("answered", "extractive"):
         phase("verify" if opts.verify and model is not None else "claims")
         t = time.perf_counter()
         grounding.assess(answer, embedder, model if opts.verify else None)
         answer.timings["claims"] = time.perf_counter() - t
+    if answer.status == "answered":
+        reason = refusal.unbacked_reason(answer, answer.question)
+        if reason:
+            answer.status, answer.citations, answer.claims = "no_answer", [], []
+            answer.notice = f"not answered: {reason}; the nearest passages are listed"
     health.finish(answer)
     skipped = health.verification_skipped(answer, model is not None) if opts.verify else None
     if skipped:

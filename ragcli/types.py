@@ -194,6 +194,7 @@ class Answer:
     notice: Optional[str] = None  # e.g. "no model configured; extractive answer"
     verification: Optional[dict] = None
     warnings: list[HealthWarning] = field(default_factory=list)  # the answer's health (answer/health.py)
+    attempts: int = 0  # model calls for the answer: 1, or 2 after a second chance (0: none)
 
 
 @dataclass

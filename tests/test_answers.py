@@ -104,6 +104,64 @@ def test_extractive_signs_question_gets_the_books_list(embedder):
     assert text.index("Sweaty but cool skin") < text.index("Thirst")
 
 
+# ------------------------------------------------------------------------------ ask: no_answer, second chance
+from test_ask import ask_db, conn, run  # noqa: E402,F401  (the sample book, ingested once)
+
+from ragcli import ask  # noqa: E402
+from ragcli.answer import prompt  # noqa: E402
+from ragcli.models.fake import FakeChatModel  # noqa: E402
+
+QUESTION = "what is a craniotomy?"
+
+
+def _router(first: str, second: str = "The passages do not say."):
+    """A fake model: the answer call gets `first`, the second chance `second`."""
+    def reply(messages):
+        user = messages[-1]["content"]
+        return second if prompt.SECOND_CHANCE_INSTRUCTION in user else first
+    return reply
+
+
+def _ask(conn, embedder, model):
+    return ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False, max_tokens=128))
+
+
+def test_a_refusal_in_other_words_is_no_answer_with_the_passages(conn, embedder):
+    model = FakeChatModel(_router("The context does not contain any information about this."))
+    answer = _ask(conn, embedder, model)
+    assert answer.status == "no_answer"
+    assert answer.citations == [] and answer.claims == []
+    assert answer.sources and "nearest passages" in answer.notice
+
+
+def test_second_chance_when_the_top_passages_match_well(conn, embedder):
+    text = None
+
+    def reply(messages):
+        nonlocal text
+        user = messages[-1]["content"]
+        if prompt.SECOND_CHANCE_INSTRUCTION in user:
+            assert user.count("\n[S") + user.count("\n[F") <= refusal.SECOND_CHANCE_SOURCES
+            first = user.split("Passages:\n\n")[1].split("\n", 2)[1]  # the top passage's text
+            text = f"{first.split('. ')[0].strip().rstrip('.')}. [S1]"
+            return text
+        return "I'm sorry, but the passages do not answer this."
+
+    model = FakeChatModel(reply)
+    answer = _ask(conn, embedder, model)
+    assert refusal.deserves_second_chance(answer.sources)  # the premise: a strong match
+    assert answer.attempts == 2 and len(model.calls) == 2
+    assert answer.status == "answered" and answer.citations == ["S1"]
+    assert answer.answer == text
+
+
+def test_no_second_chance_when_the_match_is_weak(conn, embedder, monkeypatch):
+    monkeypatch.setattr(refusal, "SECOND_CHANCE_DENSE", 1.01)  # no passage scores that high
+    model = FakeChatModel(_router("The passages do not say."))
+    answer = _ask(conn, embedder, model)
+    assert answer.status == "no_answer" and answer.attempts == 1 and len(model.calls) == 1
+
+
 def test_second_chance_needs_meaning_and_words():
     def source(dense, lexical_rank):
         hit = Hit(passage_id=1, kind="passage", book_id="b", book_title="B", section_path=["s"], page_start=1,
@@ -113,10 +171,6 @@ def test_second_chance_needs_meaning_and_words():
     assert refusal.deserves_second_chance([source(0.6, 1)])
     assert not refusal.deserves_second_chance([source(0.6, None)])  # found by meaning only
     assert not refusal.deserves_second_chance([source(0.35, 2)])  # just above the no-context floor
-
-
-# ------------------------------------------------------------------------------ ask: a refusal is no_answer
-from test_ask import ask_db, conn  # noqa: E402,F401  (the sample book, ingested once)
 
 
 @pytest.mark.parametrize("reply", ["The context does not contain any information about this.",
@@ -129,3 +183,45 @@ def test_a_refusal_in_any_wording_is_no_answer(conn, embedder, reply):
                      ask.AskOptions(expand=False, max_tokens=64))
     assert answer.status == "no_answer"
     assert answer.sources  # the passages are still listed
+
+
+def test_an_answer_with_a_number_no_passage_has_is_no_answer(conn, embedder):
+    model = FakeChatModel(_router("Give 725 mg of aspirin every 3 hours after a craniotomy [S1]."))
+    answer = _ask(conn, embedder, model)
+    assert answer.status == "no_answer"
+    assert "725" in answer.notice or "aspirin" in answer.notice
+    assert answer.claims == [] and answer.citations == []
+
+
+def test_an_answer_from_the_passages_stays_answered(conn, embedder):
+    def reply(messages):  # a plain sentence of a passage, with that passage's label
+        blocks = messages[-1]["content"].split("Passages:\n\n")[1].split("\n\nQuestion:")[0].split("\n\n")
+        for block in blocks:
+            if not block.startswith("[S") or "\n" not in block:
+                continue  # a figure's one-line block, or a paragraph of the passage above
+            label, text = block.split("]", 1)[0] + "]", block.split("\n", 1)[1]
+            for sentence in text.split(". "):
+                if len(sentence.split()) >= 8 and not any(ch.isdigit() for ch in sentence):
+                    return f"{sentence.strip().rstrip('.')}. {label}"
+        raise AssertionError("no plain sentence in the passages")
+
+    answer = _ask(conn, embedder, FakeChatModel(reply))
+    assert answer.status == "answered" and answer.attempts == 1
+    assert answer.claims[0].support == "supported"
+
+
+def test_real_llama_cpp_refusal_is_no_answer_in_json(ask_db, tmp_path, tiny_gguf):
+    import shutil
+
+    db = tmp_path / "c.db"
+    shutil.copy(ask_db, db)
+    grammar = tmp_path / "refuse.gbnf"
+    from ragcli.models.grammars import forced_text_grammar
+
+    grammar.write_text(forced_text_grammar("The passages do not mention this topic."))
+    result = run(["ask", QUESTION, "--db", str(db), "--json", "--model", str(tiny_gguf),
+                  "--grammar-file", str(grammar), "--no-expand", "--max-tokens", "32", "--ctx", "2048"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["status"] == "no_answer"
+    assert data["attempts"] in (1, 2) and data["claims"] == [] and data["sources"]

@@ -110,7 +110,7 @@ def answer_header(source: Source) -> str:
 
 
 def answer_message(question: str, blocks: list[str], instruction: str = ANSWER_INSTRUCTION) -> str:
-    return f"Passages:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}\n\n{instruction}"
+    return "Passages:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}\n\n{instruction}"
 
 
 def build(question: str, sources: list[Source], count_tokens: Callable[[str], int], budget: int,

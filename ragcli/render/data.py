@@ -117,6 +117,7 @@ def answer_data(answer) -> dict:
         "model": answer.model,
         "timings": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in answer.timings.items()},
         "verification": answer.verification,
+        "attempts": answer.attempts,
         **({"prompt": answer.prompt} if answer.prompt else {}),
     }
 

@@ -211,8 +211,8 @@ def print_answer(console, answer, streamed: bool = False, evidence: bool = False
     support (quotes, for an extractive answer), then the sources."""
     if answer.notice:
         console.print(f"[yellow]{_escape(answer.notice)}[/]", highlight=False)
-    if answer.status == "no_context" and not answer.answer:
-        pass
+    if (answer.status == "no_context" and not answer.answer) or answer.status == "no_answer":
+        pass  # no answer: the notice says why, the passages follow (a streamed draft stays above)
     elif streamed:
         console.print()
     else:
