@@ -28,12 +28,13 @@ Rules for every task:
 
 # The answer task has a system prompt of its own (issue 16): with the shared one, which spells out the
 # refusal sentence among five tasks' rules, Qwen2.5 0.5B/1.5B refused questions their passages
-# answer. Passages come first, then the question, then the task (docs/benchmarks-answers.md).
+# answer; with a refusal line here, the 0.5B copied that instead. No refusal sentence is offered:
+# refusals in any words are detected (answer/refusal.py) and unbacked answers become no_answer.
+# Passages come first, then the question, then the task (docs/benchmarks-answers.md).
 ANSWER_SYSTEM = """You answer questions from numbered passages of the user's books.
 Write 2 to 4 short sentences that answer the question with what the passages say: the steps to take, \
 the signs, the facts, in the passages' own words. Never add facts, numbers or doses the passages do not give.
-End every sentence with the label of the passage it comes from, like [S2].
-Only if no passage says anything about what was asked, write: The passages do not say."""
+End every sentence with the label of the passage it comes from, like [S2]."""
 ANSWER_INSTRUCTION = "Answer in 2 to 4 sentences, each ending with its label."
 ANSWER_SOURCES = 6  # passages given for an answer (k retrieved; the rest are listed, not prompted)
 # The second chance (ragcli.answer.refusal.deserves_second_chance): the top passages only.
