@@ -41,9 +41,10 @@ ORDER = ("stream_cut", "unsupported", "weak", "truncated", "repetition", "echo")
 
 # The prompt's own lines a model may copy (answer/prompt.py); compared lower-cased at a line start.
 ECHO_ANYWHERE = ("labels you may cite",)
-ECHO_LINE_STARTS = ("context:", "question:", "answer the question with a citation label",
-                    "summarise what the passages say about", "task: check each numbered claim",
-                    "rules for every task")
+ECHO_LINE_STARTS = ("context:", "question:", "passages:", "labels you may cite",
+                    "answer the question with a citation label", "answer in 2 to 4 sentences, each ending",
+                    "these passages answer the question", "summarise what the passages say about",
+                    "task: check each numbered claim", "rules for every task")
 ECHO_PREFIX = 36  # characters of a source header or a system prompt line that identify it
 
 
@@ -163,10 +164,10 @@ class EchoFilter:
 def echo_patterns(sources: Sequence[Source], system_prompt: str = "") -> list[str]:
     """What a copied prompt line starts with: the fixed lines, each source's header, the system
     prompt's lines."""
-    from ragcli.answer.prompt import source_header
+    from ragcli.answer.prompt import answer_header, source_header
 
     out = list(ECHO_LINE_STARTS)
-    out += [source_header(s)[:ECHO_PREFIX] for s in sources]
+    out += [header(s)[:ECHO_PREFIX] for s in sources for header in (source_header, answer_header)]
     for line in system_prompt.splitlines():
         line = line.strip().lstrip("- ").strip()
         if len(line) >= 20:
