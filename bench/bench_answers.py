@@ -109,7 +109,9 @@ def _record(answer, seconds: float, stats: dict) -> dict:
         "refusal_text": bool(answer.answer) and refusal.is_refusal(answer.answer),
         "attempts": getattr(answer, "attempts", None),
         "reason": getattr(answer, "notice", None),
-        "prompt_tokens": stats.get("prompt_tokens"), "seconds": round(seconds, 2),
+        "warnings": [w.code for w in getattr(answer, "warnings", None) or []],
+        "prompt_tokens": stats.get("prompt_tokens"), "first_token": stats.get("first_token"),
+        "generated_tokens": stats.get("generated_tokens"), "seconds": round(seconds, 2),
     }
 
 

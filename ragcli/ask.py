@@ -129,7 +129,7 @@ def _assessed(answer: Answer, embedder, model, opts: AskOptions, phase) -> Answe
         t = time.perf_counter()
         grounding.assess(answer, embedder, model if opts.verify else None)
         answer.timings["claims"] = time.perf_counter() - t
-    if answer.status == "answered":
+    if answer.status == "answered" and not health.unfinished(answer.warnings):  # a broken one is incomplete
         reason = refusal.unbacked_reason(answer, answer.question)
         if reason:
             answer.status, answer.citations, answer.claims = "no_answer", [], []

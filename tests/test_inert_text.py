@@ -98,9 +98,9 @@ def test_ask_with_llama_cpp_forced_to_copy_the_book(cli, injection_db, tiny_gguf
               "--evidence")
     assert res.exit_code == 0, res.stderr
     data = json.loads(res.stdout)
-    # the tiny model's byte-level vocabulary fits one passage into its 2,048-token window: the page-45
-    # one, so "(p. 45)" could have become its label S1
-    check_no_book_mark_is_a_label(data, labels_given=1)
+    # the answer prompt's short headers fit all three passages into the tiny model's 2,048-token window
+    # (byte-level vocabulary): "[Source 2]" has a label S2 to become, "(p. 45)" the page-45 passage's
+    check_no_book_mark_is_a_label(data, labels_given=3)
     assert data["citations"] == [] and data["status"] == "unsupported"
     assert all(c["citations"] == [] and c["evidence"] is None for c in data["claims"])
     removed = {r["text"]: r["reason"] for r in data["removed_citations"]}
@@ -123,7 +123,9 @@ def test_ask_over_the_fake_model(injection_db, embedder, copy):
         label, sentence = re.search(r"\[(S\d)\][^\n]*\n(According to [^.]*\.)", prompt).groups()
         seen["label"] = label
         if copy == "as in the book":
-            return f"{INJECTED} See [S12] (p. 45) [{label}]."
+            # the model's label on the book's sentence (an answer whose only label sits on a sentence
+            # that states nothing is not backed, so it would be no_answer: refusal.unbacked_reason)
+            return f"{INJECTED[:-1]} [{label}]. See [S12] (p. 45)."
         return f"{sentence} [{label}]"
 
     conn = db.connect(injection_db)

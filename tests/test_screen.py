@@ -85,8 +85,9 @@ def test_on_screen_no_invalid_label_warnings_after_the_answer_and_the_status_lin
 
 
 def test_piped_stdout_is_plain_unwrapped_text(corpus_db, tiny_gguf, tmp_path):
-    long = ("The bone flap is lifted and kept moist while the surgeon works beneath it on the brain, "
-            "then it is put back and fixed with small plates [S1].")
+    # the book's own definition, so the answer is backed (an unbacked one would be no_answer)
+    long = ("A craniotomy is the temporary removal of a bone flap from the skull to expose the brain; "
+            "the flap is replaced at the end of the operation [S1].")
     screen = terminal.run(_ask(tiny_gguf, _forced(tmp_path, long)), columns=80, pipe_stdout=True)
     assert screen.returncode == 0
     out = screen.stdout

@@ -45,6 +45,7 @@ ECHO_LINE_STARTS = ("context:", "question:", "passages:", "labels you may cite",
                     "answer the question with a citation label", "answer in 2 to 4 sentences, each ending",
                     "these passages answer the question", "summarise what the passages say about",
                     "task: check each numbered claim", "rules for every task")
+UNFINISHED = ("truncated", "repetition", "stream_cut")
 ECHO_PREFIX = 36  # characters of a source header or a system prompt line that identify it
 
 
@@ -246,9 +247,14 @@ def merge(*groups: Iterable[HealthWarning]) -> list[HealthWarning]:
 
 def status(current: str, warnings: Sequence[HealthWarning]) -> str:
     """An answered text that did not finish becomes `incomplete`; other statuses stay."""
-    if current == "answered" and any(w.code in ("truncated", "repetition", "stream_cut") for w in warnings):
+    if current == "answered" and unfinished(warnings):
         return "incomplete"
     return current
+
+
+def unfinished(warnings: Iterable) -> bool:
+    """The generation did not come to its end: cut at max_tokens, stopped looping, or a stream cut."""
+    return any(getattr(w, "code", None) in UNFINISHED for w in warnings)
 
 
 def is_bad(warnings: Iterable) -> bool:

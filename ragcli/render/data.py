@@ -109,6 +109,7 @@ def answer_data(answer) -> dict:
         "answer": answer.answer,
         "status": answer.status,
         "notice": answer.notice,
+        "attempts": answer.attempts,
         "citations": answer.citations,
         "removed_citations": [to_data(r) for r in answer.removed_citations],
         "warnings": to_data(answer.warnings),
@@ -117,7 +118,6 @@ def answer_data(answer) -> dict:
         "model": answer.model,
         "timings": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in answer.timings.items()},
         "verification": answer.verification,
-        "attempts": answer.attempts,
         **({"prompt": answer.prompt} if answer.prompt else {}),
     }
 
