@@ -61,6 +61,22 @@ def test_each_support_level_from_real_passages(corpus, nimodipine_sources):
     assert got[2][2].flagged_citations == ["S1"]
 
 
+def test_a_label_ending_a_paragraph_covers_its_uncited_sentences(corpus, nimodipine_sources):
+    """Each sentence of the run takes the label and is checked: the backed one supported, the invented
+    one unsupported (flagged); a sentence after the label, or in another paragraph, stays uncited."""
+    _, _, embedder = corpus
+    text = ("Nimodipine 60 mg is given every 4 hours for 21 days. "
+            "The femur is the longest bone of the leg. "
+            "Nimodipine improves outcome after aneurysmal subarachnoid hemorrhage [S1]. "
+            "Aspirin cures all headaches within an hour.\n\n"
+            "Magnesium is given for a week.")
+    got = levels(text, nimodipine_sources, embedder)
+    assert [(g[2].citations, g[1]) for g in got] == [
+        (["S1"], "supported"), (["S1"], "unsupported"), (["S1"], "supported"), ([], "no_source"),
+        ([], "no_source")]
+    assert got[1][2].flagged_citations == ["S1"]
+
+
 def test_wrong_number_is_never_supported(corpus, nimodipine_sources):
     _, _, embedder = corpus
     got = levels("Nimodipine 90 mg is given every 4 hours for 21 days [S1].", nimodipine_sources, embedder)

@@ -33,8 +33,11 @@ def is_factual(text: str) -> bool:
 def score(answer_text: str, sources: list[Source], embedder) -> list[Claim]:
     """The claims (sentences) of `answer_text`, each with its support by the `sources` it cites."""
     by_label = {s.label: s for s in sources}
-    parsed = attach_citations(split_claims(answer_text))
-    claims = [Claim(text=t, citations=[lab for lab in labels if lab in by_label]) for t, labels in parsed]
+    claims = []
+    for paragraph in _PARAGRAPH_BREAK.split(answer_text):
+        parsed = attach_citations(split_claims(paragraph))
+        claims += _inherit_labels([Claim(text=t, citations=[lab for lab in labels if lab in by_label])
+                                   for t, labels in parsed])
     todo = [c for c in claims if c.citations and is_factual(c.text)]
     sentences = {lab: split_sentences_plain(by_label[lab].hit.text) for c in todo for lab in c.citations}
     results = support.score_claims([(c.text, [sentences[lab] for lab in c.citations]) for c in todo],
@@ -46,6 +49,23 @@ def score(answer_text: str, sources: list[Source], embedder) -> list[Claim]:
             claim.support = "no_source" if is_factual(claim.text) else "not_factual"
         elif not is_factual(claim.text):
             claim.support = "not_factual"
+    return claims
+
+
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+
+
+def _inherit_labels(claims: list[Claim]) -> list[Claim]:
+    """A label that ends a run of sentences covers the run, as a citation at the end of a paragraph
+    does in print: an uncited factual sentence takes the labels of the next cited sentence of its
+    paragraph. Each is then checked against those passages like any other claim, so a sentence the
+    passage does not back is flagged, not waved through."""
+    following: list[str] = []
+    for claim in reversed(claims):
+        if claim.citations:
+            following = claim.citations
+        elif following and is_factual(claim.text):
+            claim.citations = list(following)
     return claims
 
 
