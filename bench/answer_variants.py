@@ -55,6 +55,8 @@ VARIANTS = {
     "strict-6": Variant(system=ANSWER_SYSTEM_STRICT, passages=6),
     "strict-6-example": Variant(system=ANSWER_SYSTEM_STRICT, passages=6, example=True),
     "task-system-6-t0": Variant(passages=6, temperature=0.0),
+    # ragcli's own answer system prompt (no refusal line) with the worked example as an earlier turn
+    "ragcli-6-example": Variant(system=None, passages=6, example=True),
     "no-system-6": Variant(system=None, passages=6,
                            task=TASK + " If the passages do not say, write: The passages do not say."),
 }
@@ -107,6 +109,8 @@ def apply(name: str) -> Variant:
     from ragcli.answer import prompt
 
     v = VARIANTS[name]
+    if name.startswith("ragcli-"):
+        v = replace(v, system=prompt.ANSWER_SYSTEM)
     prompt.build = make_build(v)
     return v
 
