@@ -30,13 +30,14 @@ def reuse(model) -> list[dict]:
     from ragcli.answer import prompt
     from ragcli.models.chat import Grammar, OneLine
     from ragcli.models.grammars import forced_text_grammar
+    from ragcli.search import rewrite
     from ragcli.types import Answer, Hit, Source
 
     hit = lambda i, text: Hit(i, "passage", "b", "Book", ["Chapter 3 Craniotomy"], 7, 7, "5", text)  # noqa
     sources = [Source("S1", hit(1, "The dura is opened after the bone flap is lifted and replaced at closure.")),
                Source("S2", hit(2, "Mannitol 0.25-1 g/kg relaxes the brain before the dura is opened."))]
     rows = []
-    model.chat(prompt.rewrite_messages("what happens after cutting the skull?", ["Book"], ["craniotomy"]),
+    model.chat(rewrite.rewrite_messages("what happens after cutting the skull?", ["Book"], ["craniotomy"]),
                max_tokens=24, constraint=OneLine(60))
     rows.append(dict(call="rewrite", **model.stats))
     p = prompt.build("what happens after cutting the skull?", sources, model.count_tokens, 1500)

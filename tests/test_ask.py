@@ -151,11 +151,11 @@ def test_a_rewrite_in_the_books_terms_is_kept():
 
 
 def test_rewrite_prompt_shows_worked_examples_before_the_task():
-    from ragcli.answer import prompt
+    from ragcli.search import rewrite
 
-    msgs = prompt.rewrite_messages("why does the brain swell?", ["Primer"], ["cerebral edema"])
+    msgs = rewrite.rewrite_messages("why does the brain swell?", ["Primer"], ["cerebral edema"])
     assert msgs[0] == {"role": "system", "content": prompt.SYSTEM_PROMPT}  # shared: KV cache reuse
-    assert [m["role"] for m in msgs[1:]] == ["user", "assistant"] * len(prompt.REWRITE_EXAMPLES) + ["user"]
+    assert [m["role"] for m in msgs[1:]] == ["user", "assistant"] * len(rewrite.REWRITE_EXAMPLES) + ["user"]
     assert "Question: why does the brain swell?" in msgs[-1]["content"]
     assert "cerebral edema" in msgs[-1]["content"] and "Primer" in msgs[-1]["content"]
 

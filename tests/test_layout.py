@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "ragcli"
 
-BASE = {"types", "errors", "text", "config", "language"}
+BASE = {"types", "errors", "text", "config", "language", "system_prompt"}
 PIPELINES = {"ask", "summary", "evaluate"}
 RANK = {"base": 0, "models": 1, "store": 1, "search": 2, "answer": 2, "ingest": 2, "pipeline": 3,
         "render": 3, "cli": 4}
@@ -31,11 +31,7 @@ RENDER_MAY_IMPORT = {"render", "base"}
 # SQL outside store/: module -> who moves it.
 SQL_ELSEWHERE: dict[str, str] = {}
 # (importer, imported) -> who removes it. Modules are dotted names under ragcli.
-KNOWN: dict[tuple[str, str], str] = {
-    # the rewrite prompt opens with answer/prompt's SYSTEM_PROMPT, the one system prompt of every call
-    # (llama.cpp reuses its KV cache for the answer); it moves when that prompt sits below both
-    ("ragcli.search.rewrite", "ragcli.answer.prompt"): "l-search / l-answer (issue 15)",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def module_name(path: Path) -> str:

@@ -7,24 +7,7 @@ from typing import Callable
 
 from ragcli.types import Hit, Source
 
-# What the model is told to say when the passages do not answer; `answer.refusal` recognises it (and
-# every other wording of a refusal).
-NO_ANSWER = "The provided passages do not answer this."
-
-# One system prompt for every call (rewrite, answer, summary, verify): llama.cpp keeps the KV cache of
-# the previous prompt, so each call after the first re-uses these tokens instead of evaluating them again.
-SYSTEM_PROMPT = f"""You are ragcli, an assistant that works ONLY from numbered passages of the user's books,
-given in a CONTEXT block as [S1], [S2], ... (book passages) and [F1], [F2], ... (figures).
-Rules for every task:
-- Cite ONLY labels that appear in the CONTEXT block. Never invent labels, page numbers, section titles
-  or sources, and never answer from memory.
-- Answering: every factual sentence ends with the label of the passage that supports it, e.g. [S1].
-  If the context does not contain the answer, say exactly: "{NO_ANSWER}"
-  If passages disagree, say so and cite both sides. Be concise: a few sentences, no preamble.
-- Summarising: 2 to 5 short sections, each a line "## Heading" then bullet lines "- ", every bullet
-  ending with its label. No preamble and no closing remarks.
-- Rewriting a question for search: one short line in the book's own vocabulary, nothing else.
-- Checking claims: reply with the JSON array asked for, nothing else."""
+from ragcli.system_prompt import SYSTEM_PROMPT
 
 # The answer task has a system prompt of its own (issue 16): with the shared one, which spells out the
 # refusal sentence among five tasks' rules, Qwen2.5 0.5B/1.5B refused questions their passages
@@ -161,40 +144,6 @@ def _cut_to_fit(source: Source, fits: Callable[[str], bool], block) -> str:
         else:
             hi = mid - 1
     return block(source, " ".join(words[:lo]) + TRUNCATION_NOTE)
-
-
-# Two worked examples (other fields, so they cannot leak into a real search) shown as earlier turns:
-# without them a small model (SmolLM2-135M, bench/bench_rewrite.py) answers the question or copies
-# the instructions instead of rewriting.
-REWRITE_EXAMPLES = (
-    ("Car Owner's Manual", ["brake pads", "wear indicator", "brake rotor"],
-     "My car squeals every time I stop. What's wrong with it?", "brake pad wear indicator squeal when braking"),
-    ("Home Gardening Guide", ["powdery mildew", "fungal leaf disease", "fungicide"],
-     "There's white dust all over my squash leaves, what do I do?", "powdery mildew on squash leaves treatment"),
-)
-
-
-def _rewrite_task(question: str, books: str, terms: list[str]) -> str:
-    vocab = ", ".join(terms[:15]) or "(none found)"
-    return (f"TASK: rewrite the question below for a search of the book(s) {books}, using the book's own "
-            f"terms where they fit.\nTerms used in the book near this question: {vocab}\n"
-            f"Question: {question}\nRewritten question:")
-
-
-def rewrite_messages(question: str, book_titles: list[str], terms: list[str]) -> list[dict]:
-    """The shared system prompt (its KV cache is reused by the answer call), two worked examples,
-    then the task."""
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
-    for book, example_terms, example_question, rewritten in REWRITE_EXAMPLES:
-        messages += [{"role": "user", "content": _rewrite_task(example_question, book, example_terms)},
-                     {"role": "assistant", "content": rewritten}]
-    books = "; ".join(book_titles) or "the books in the corpus"
-    return messages + [{"role": "user", "content": _rewrite_task(question, books, terms)}]
-
-
-def instruction_words() -> str:
-    """The fixed words of every rewrite prompt: a rewrite that copies a run of them is junk."""
-    return SYSTEM_PROMPT + " " + _rewrite_task("", "", [])
 
 
 def reference_maps(sources: list[Source]) -> tuple[dict, dict, dict, set]:

@@ -6,6 +6,7 @@ import re
 from typing import Callable, Optional, Sequence
 
 from ragcli.store import corpus as store
+from ragcli.system_prompt import SYSTEM_PROMPT
 from ragcli.text import content_words, stem
 
 # A rewrite sharing no word with the question or the book terms must be this close to the question
@@ -14,13 +15,46 @@ from ragcli.text import content_words, stem
 REWRITE_MIN_SIMILARITY = 0.2
 
 
+# Two worked examples (other fields, so they cannot leak into a real search) shown as earlier turns:
+# without them a small model (SmolLM2-135M, bench/bench_rewrite.py) answers the question or copies
+# the instructions instead of rewriting.
+REWRITE_EXAMPLES = (
+    ("Car Owner's Manual", ["brake pads", "wear indicator", "brake rotor"],
+     "My car squeals every time I stop. What's wrong with it?", "brake pad wear indicator squeal when braking"),
+    ("Home Gardening Guide", ["powdery mildew", "fungal leaf disease", "fungicide"],
+     "There's white dust all over my squash leaves, what do I do?", "powdery mildew on squash leaves treatment"),
+)
+
+
+def _rewrite_task(question: str, books: str, terms: list[str]) -> str:
+    vocab = ", ".join(terms[:15]) or "(none found)"
+    return (f"TASK: rewrite the question below for a search of the book(s) {books}, using the book's own "
+            f"terms where they fit.\nTerms used in the book near this question: {vocab}\n"
+            f"Question: {question}\nRewritten question:")
+
+
+def rewrite_messages(question: str, book_titles: list[str], terms: list[str]) -> list[dict]:
+    """The shared system prompt (ragcli.system_prompt: its KV cache is reused by the summary and verify
+    calls), two worked examples, then the task."""
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+    for book, example_terms, example_question, rewritten in REWRITE_EXAMPLES:
+        messages += [{"role": "user", "content": _rewrite_task(example_question, book, example_terms)},
+                     {"role": "assistant", "content": rewritten}]
+    books = "; ".join(book_titles) or "the books in the corpus"
+    return messages + [{"role": "user", "content": _rewrite_task(question, books, terms)}]
+
+
+def instruction_words() -> str:
+    """The fixed words of every rewrite prompt: a rewrite that copies a run of them is junk."""
+    return SYSTEM_PROMPT + " " + _rewrite_task("", "", [])
+
+
 def rewrite(conn, embedder, model, question: str, terms: list[str], book_ids) -> Optional[str]:
     """One line from the chat model, kept only if `clean_rewrite` accepts it; never raises."""
-    from ragcli.answer import prompt
     from ragcli.models.chat import OneLine
 
     titles = [b.title for b in store.list_books(conn, book_ids)]
-    messages = prompt.rewrite_messages(question, titles, terms)
+    messages = rewrite_messages(question, titles, terms)
     try:
         text = model.chat(messages, max_tokens=48, constraint=OneLine(160), temperature=0.0)
     except Exception:  # a failed rewrite must never fail the question
@@ -38,8 +72,6 @@ def clean_rewrite(text: str, question: str, terms: Sequence[str] = (),
     """Keep a rewrite only if it looks like a short search in words that is about the question (it
     shares a word with the question or the book terms offered, or its meaning is close enough to
     the question's) and does not copy the instructions; else fall back to the original (None)."""
-    from ragcli.answer import prompt
-
     text = " ".join(text.replace("\n", " ").split()).strip(" \"'`")
     text = re.sub(r"^(rewritten question|question)\s*:\s*", "", text, flags=re.I)
     text = _without_repeats(text)
@@ -48,7 +80,7 @@ def clean_rewrite(text: str, question: str, terms: Sequence[str] = (),
         return None
     if sum(len(w) for w in words) < 0.5 * len(text.replace(" ", "")):
         return None  # mostly symbols or digits: junk
-    if _shares_run(text, prompt.instruction_words(), 4):
+    if _shares_run(text, instruction_words(), 4):
         return None  # echoes the prompt
     about = {stem(w) for w in content_words(" ".join([question, *terms]))}
     if not about & {stem(w) for w in content_words(text)} and (
