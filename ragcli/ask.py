@@ -65,11 +65,12 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
         answer = _extractive(embedder, question, sources, base, timings)
     else:
         phase("prompt")
-        answer = _model_answer(model, question, sources, base, timings, opts, on_text, on_progress)
+        answer = _model_answer(model, question, sources, base, timings, opts, on_text, on_progress, phase)
     return _assessed(answer, embedder, model, opts, phase)
 
 
-def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_text, on_progress) -> Answer:
+def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_text, on_progress,
+                  phase) -> Answer:
     """The model's answer; a refusal is `no_answer`, and gets one second chance (the top passages
     only, a direct instruction) when retrieval matched the question well (refusal.deserves_second_chance)."""
     gen = generate(model, question, sources, max_tokens=opts.max_tokens, constraint=opts.grammar,
@@ -81,6 +82,7 @@ def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_
         top = [s for s in sources if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
         if on_text:
             on_text("\n")
+        phase("retry")
         second = generate(model, question, top, max_tokens=opts.max_tokens, constraint=opts.grammar,
                           instruction=prompt.SECOND_CHANCE_INSTRUCTION, on_text=on_text,
                           on_progress=on_progress)

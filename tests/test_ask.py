@@ -79,7 +79,7 @@ def test_invalid_citations_are_removed_and_reported(conn, embedder):
     removed = {r.text for r in answer.removed_citations}
     assert "[S19]" in removed and "(p. 45)" in removed
     assert "S1" in answer.citations and set(answer.citations) <= given
-    prompt_text = model.calls[-1]["messages"][1]["content"]
+    prompt_text = model.calls[-1]["messages"][-1]["content"]  # the question's turn (after the worked example)
     assert labels_in(prompt_text) == {s.label for s in answer.sources[: len(labels_in(prompt_text))]}
 
 
@@ -200,7 +200,7 @@ def test_prompt_fits_the_window_by_dropping_lowest_ranked(conn, embedder):
     assert small.dropped == sources[:prompt.ANSWER_SOURCES][len(small.sources):]
     tiny = prompt.build("cerebral edema?", sources, count, budget=260)
     assert len(tiny.sources) == 1 and tiny.truncated == [tiny.sources[0].label]
-    assert prompt.TRUNCATION_NOTE.strip() in tiny.messages[1]["content"]
+    assert prompt.TRUNCATION_NOTE.strip() in tiny.messages[-1]["content"]
 
 
 # -- through the CLI -----------------------------------------------------------------------------

@@ -19,6 +19,16 @@ Write 2 to 4 short sentences that answer the question with what the passages say
 the signs, the facts, in the passages' own words. Never add facts, numbers or doses the passages do not give.
 End every sentence with the label of the passage it comes from, like [S2]."""
 ANSWER_INSTRUCTION = "Answer in 2 to 4 sentences, each ending with its label."
+# One worked example, shown as an earlier turn, from another field (so its content cannot pass for the
+# book's): without it Qwen2.5-Coder-0.5B wrote "[1]" or no label at all, and every answer lost its
+# citations (docs/benchmarks-answers.md).
+ANSWER_EXAMPLE = (
+    "Passages:\n\n[S1] Brakes, p. 12\nIf the brakes squeal, clean the rims with rubbing alcohol. Check the "
+    "brake pads for wear and replace pads worn to the groove.\n\n[S2] Tyres, p. 20\nPump the tyres to "
+    "the pressure printed on the sidewall.\n\nQuestion: my bike squeaks every time I stop, what should I "
+    "do?\n\n" + ANSWER_INSTRUCTION,
+    "Clean the rims with rubbing alcohol [S1]. Then check the brake pads and replace them if they are worn "
+    "down to the groove [S1].")
 ANSWER_SOURCES = 6  # passages given for an answer (k retrieved; the rest are listed, not prompted)
 # The second chance (ragcli.answer.refusal.deserves_second_chance): the top passages only.
 SECOND_CHANCE_INSTRUCTION = ("These passages answer the question. Answer it from them in 2 or 3 "
@@ -101,13 +111,15 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
           instruction: str = ANSWER_INSTRUCTION) -> Prompt:
     """Fit the labelled context into `budget` prompt tokens: drop the lowest-ranked sources first; cut
     the text of the last one only when even the best source does not fit, and say so in the prompt.
-    An answer (or its second chance) has its own system prompt, short headers and at most
-    ANSWER_SOURCES passages; a summary the shared system prompt."""
+    An answer (or its second chance) has its own system prompt, one worked example, short headers and
+    at most ANSWER_SOURCES passages; a summary the shared system prompt."""
     answering = instruction in (ANSWER_INSTRUCTION, SECOND_CHANCE_INSTRUCTION)
     system = ANSWER_SYSTEM if answering else SYSTEM_PROMPT
     pool = list(sources)[:ANSWER_SOURCES] if answering else list(sources)
     kept = list(pool)
-    system_tokens = count_tokens(system) + 16
+    example = ([{"role": "user", "content": ANSWER_EXAMPLE[0]},
+                {"role": "assistant", "content": ANSWER_EXAMPLE[1]}] if answering else [])
+    system_tokens = count_tokens(system) + 16 + sum(count_tokens(m["content"]) + 8 for m in example)
 
     def user(blocks: list[str]) -> str:
         if answering:
@@ -129,7 +141,7 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
                               block)]
         total = system_tokens + count_tokens(user(blocks))
         truncated = [kept[0].label]
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": user(blocks)}]
+    messages = [{"role": "system", "content": system}, *example, {"role": "user", "content": user(blocks)}]
     return Prompt(messages, kept, pool[len(kept):], truncated, total)
 
 

@@ -29,6 +29,7 @@ PHASES = {
     "write": "writing",
     "claims": "checking each sentence against its passage",
     "verify": "verifying the claims with the model",
+    "retry": "no answer from the model: asking again with the top 3 passages",
 }
 
 
