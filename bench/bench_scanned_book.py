@@ -103,11 +103,26 @@ def book(a) -> None:
             print(f"pages {a.pages}: {len(kept)} questions whose pages all lie there")
         conn = db.connect(Path(tmp) / "corpus.db")
         embedder = embed.get_embedder(bulk=True)
-        for book_id, path in (("text", text_pdf), ("scan", Path(a.scan))):
+        for book_id, path in (("scan", Path(a.scan)), ("text", text_pdf)):
+            clock = _OcrClock(a.log) if book_id == "scan" else None
             t = time.perf_counter()
-            r = pipeline.ingest_file(conn, path, embedder, book_id=book_id, ocr="auto", ocr_engine=a.engine)
+            try:
+                r = pipeline.ingest_file(conn, path, embedder, book_id=book_id, ocr="auto", ocr_engine=a.engine,
+                                         progress=clock.progress if clock else None)
+            finally:
+                if clock:
+                    clock.close()
+            took = time.perf_counter() - t
             print(f"{book_id}: {r.pages} pages ({r.ocr_pages} OCR), {r.sections} sections, {r.figures} figures, "
-                  f"{r.passages} passages in {time.perf_counter() - t:.0f}s")
+                  f"{r.passages} passages in {took:.0f}s; ingest timings "
+                  + ", ".join(f"{k} {v:.1f}s" for k, v in r.timings.items()))
+            if clock:
+                print(f"scan: {clock.pages} pages recognised in this run ({clock.seconds:.0f}s of render + "
+                      f"recognise), {r.ocr_pages - clock.pages} from the OCR cache")
+                if clock.pages == r.ocr_pages and clock.seconds:
+                    print(f"ratio ingest / OCR alone (whole book, one run): {took / clock.seconds:.3f} (bar <= 1.2)")
+                else:
+                    print("ratio ingest / OCR alone: not measured in this run (pages came from the OCR cache)")
         text_labels, scan_labels = store.page_labels(conn, "text"), store.page_labels(conn, "scan")
         same = sum(text_labels.get(n) == label for n, label in scan_labels.items())
         print(f"printed page labels equal on {same}/{len(text_labels)} pages "
@@ -134,6 +149,39 @@ def book(a) -> None:
         conn.close()
 
 
+class _OcrClock:
+    """Times every page the engine renders and recognises (ocr.page_lines, the OCR alone) inside a real
+    ingest, and logs progress to a file (a long run on a shared machine is watched with tail -f)."""
+
+    def __init__(self, log: str) -> None:
+        from ragcli.ingest import ocr
+
+        self.pages, self.seconds, self._ocr = 0, 0.0, ocr
+        self._log = open(log, "a", encoding="utf-8") if log else None
+        self._orig = ocr.page_lines
+        self._t0 = time.perf_counter()
+
+        def timed(*args, **kw):
+            t = time.perf_counter()
+            try:
+                return self._orig(*args, **kw)
+            finally:
+                self.pages += 1
+                self.seconds += time.perf_counter() - t
+        ocr.page_lines = timed
+
+    def progress(self, phase: str, done: int, total: int) -> None:
+        if self._log:
+            self._log.write(f"{time.strftime('%H:%M:%S')} {phase} {done}/{total}; recognised {self.pages} "
+                            f"in {self.seconds:.0f}s; elapsed {time.perf_counter() - self._t0:.0f}s\n")
+            self._log.flush()
+
+    def close(self) -> None:
+        self._ocr.page_lines = self._orig
+        if self._log:
+            self._log.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -146,6 +194,7 @@ def main() -> None:
     b.add_argument("--engine", default="tesseract")
     b.add_argument("--modes", default="hybrid,expanded")
     b.add_argument("--pages", default="", help="LO-HI: the scan holds only these pages of FM 4-25.11")
+    b.add_argument("--log", default="", help="append per-page progress to this file")
     b.add_argument("--questions", default=str(ROOT / "bench/fm4-25-11-questions.jsonl"))
     a = ap.parse_args()
     ratio(a) if a.cmd == "ratio" else book(a)

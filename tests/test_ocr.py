@@ -144,3 +144,35 @@ def test_two_columns_are_read_column_by_column():
     assert texts[0] == "A Title Across The Page"
     assert texts[1:5] == [f"left line {i} of the first column" for i in range(4)]
     assert texts[5:] == [f"right line {i} of the second column" for i in range(4)]
+
+
+def test_ocr_progress_on_a_pipe_is_plain_lines_at_a_sensible_rate():
+    """Not a terminal: no rich bar (no control codes), one plain line per PLAIN_EVERY seconds with pages
+    done / total and pages per second, and one at the last page; fast phases say nothing."""
+    import io
+
+    from ragcli.render.console import Environment
+    from ragcli.render.progress import PLAIN_EVERY, Progress
+
+    err = io.StringIO()
+    now = [100.0]
+    with Progress("scan.pdf", False, Environment(stderr=err, stderr_isatty=False), clock=lambda: now[0]) as update:
+        update("pages", 1, 40)  # a text page of a mixed PDF: the clock starts
+        for page in range(2, 41):  # then 39 OCR'd pages, 2 s each
+            now[0] += 2.0
+            update("ocr", page, 40)
+        update("embed", 0, 90)
+        update("embed", 90, 90)
+    lines = err.getvalue().splitlines()
+    assert "\x1b" not in err.getvalue() and "\r" not in err.getvalue()
+    assert PLAIN_EVERY == 15.0  # page k is done at 2(k-1) s: lines at pages 9, 17, 25, 33 and the last
+    assert lines == ["scan.pdf: OCR 9/40 pages, 0.56 pages/s", "scan.pdf: OCR 17/40 pages, 0.53 pages/s",
+                     "scan.pdf: OCR 25/40 pages, 0.52 pages/s", "scan.pdf: OCR 33/40 pages, 0.52 pages/s",
+                     "scan.pdf: OCR 40/40 pages, 0.51 pages/s"]
+
+
+def test_cli_ingest_of_a_scan_into_a_pipe_reports_ocr_progress(cli):
+    res = cli("ingest", SCAN)  # CliRunner: stderr is not a terminal
+    assert res.exit_code == 0, res.stderr
+    assert "fm4-25-11-scanned-3pages.pdf: OCR 3/3 pages, " in res.stderr and "pages/s" in res.stderr
+    assert "\x1b" not in res.stderr

@@ -1,25 +1,37 @@
-"""Progress of long corpus jobs (ingest, reembed): a rich bar on stderr, only on a terminal."""
+"""Progress of long corpus jobs (ingest, reembed) on stderr.
+
+On a terminal: a rich bar (transient). Elsewhere (a pipe, a log file, `--json`): the rich bar would
+write control codes or nothing, so OCR, the one phase slow enough to need it (seconds a page), gets
+plain lines instead: `scan.pdf: OCR 12/227 pages, 0.31 pages/s`, at most one every PLAIN_EVERY
+seconds, and one when the last page is done. Fast phases (text pages, embedding) print nothing there.
+"""
 from __future__ import annotations
 
-from typing import Optional
+import time
+from typing import Callable, Optional
 
 from ragcli.render.console import Environment
 
 PHASES = {"pages": "reading pages", "ocr": "reading pages (OCR)", "embed": "embedding passages"}
+PLAIN_EVERY = 15.0  # seconds between two plain progress lines
 
 
 class Progress:
-    """`with Progress(name, quiet) as update:` gives the callback `update(phase, done, total)` the
-    core calls (None when quiet or stderr is not a terminal)."""
+    """`with Progress(name, json_out) as update:` gives the callback `update(phase, done, total)` the
+    core calls: a bar on a terminal (without --json), plain OCR lines otherwise."""
 
-    def __init__(self, name: str, quiet: bool, env: Optional[Environment] = None):
+    def __init__(self, name: str, json_out: bool, env: Optional[Environment] = None,
+                 clock: Callable[[], float] = time.monotonic):
         env = env or Environment()
-        self.env, self.name, self.quiet = env, name, quiet or not env.stderr_isatty
+        self.env, self.name, self.clock = env, name, clock
+        self.plain = json_out or not env.stderr_isatty
         self.bar, self.tasks = None, {}
+        self._start: Optional[float] = None
+        self._last_line: Optional[float] = None
 
     def __enter__(self):
-        if self.quiet:
-            return None
+        if self.plain:
+            return self.plain_update
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
         from rich.progress import Progress as Bar
 
@@ -36,6 +48,23 @@ class Progress:
             speed = next((t.speed for t in self.bar.tasks if t.id == self.tasks[phase]), None)
             label += f", {speed:.2f} pages/s" if speed else ""
         self.bar.update(self.tasks[phase], completed=done, total=total, description=f"{self.name}: {label}")
+
+    def plain_update(self, phase: str, done: int, total: int) -> None:
+        """Pages are counted from the first page read (text pages of a mixed PDF count as pages)."""
+        now = self.clock()
+        if phase in ("pages", "ocr") and self._start is None:
+            self._start = now
+        if phase != "ocr":
+            return
+        if self._last_line is None:
+            self._last_line = self._start  # the first line after PLAIN_EVERY seconds, not at page 1
+        if done < total and now - self._last_line < PLAIN_EVERY:
+            return
+        self._last_line = now
+        elapsed = now - self._start
+        rate = f", {done / elapsed:.2f} pages/s" if elapsed > 0 else ""
+        self.env.stderr.write(f"{self.name}: OCR {done}/{total} pages{rate}\n")
+        self.env.stderr.flush()
 
     def __exit__(self, *exc):
         if self.bar:
