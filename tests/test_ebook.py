@@ -128,3 +128,48 @@ def test_folder_ingest_takes_every_format_and_reports_the_rest(cli, sample_epub,
     assert res.exit_code == 0, res.stderr
     assert sorted(r["book_id"] for r in json.loads(res.stdout)) == ["primer", "ward"]
     assert "photo.xyz" in res.stderr and "skipped 1 file" in res.stderr
+
+
+def test_html_figcaptions_and_figure_paragraphs_become_figure_items(cli, tmp_path):
+    page = tmp_path / "slings.html"
+    page.write_text(
+        "<html><head><title>Slings</title></head><body><h1>Slings</h1>"
+        "<h2>Arm sling</h2><p>Support the forearm across the chest; Figure 3 shows the knot.</p>"
+        "<figure><img src='a.png' alt='a sling'><figcaption>Figure 2. Arm sling tied at the "
+        "shoulder</figcaption></figure>"
+        "<h2>Improvised</h2><p>A shirt tail can hold the arm when no triangular bandage is at hand.</p>"
+        "<figure><img src='b.png'><figcaption>The shirt-tail sling, pinned</figcaption></figure>"
+        "<p>Figure 4. Belt used as a sling.</p></body></html>", encoding="utf-8")
+    res = cli("ingest", page, "--json")
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)[0]["figures"] == 3  # not "Figure 3 shows ...": a reference
+    hits = json.loads(cli("search", "arm sling tied at the shoulder", "--json", "-k", "10").stdout)
+    fig = next(h for h in hits if h["kind"] == "figure")
+    assert fig["figure_number"] == "2" and fig["text"] == "Figure 2. Arm sling tied at the shoulder"
+    assert fig["section_path"] == ["Slings", "Arm sling"]
+    hits = json.loads(cli("search", "shirt-tail sling pinned", "--json", "-k", "10").stdout)
+    fig = next(h for h in hits if h["kind"] == "figure")  # an unnumbered <figcaption>: its position
+    assert fig["text"] == "The shirt-tail sling, pinned" and fig["figure_number"] == "3"  # (2 is taken)
+    assert fig["section_path"] == ["Slings", "Improvised"]
+    hits = json.loads(cli("search", "belt used as a sling", "--json", "-k", "10").stdout)
+    assert any(h["kind"] == "figure" and h["figure_number"] == "4" for h in hits)
+
+
+def test_docx_caption_paragraphs_become_figure_items(cli, sample_docx):
+    import docx
+
+    d = docx.Document(str(sample_docx))
+    d.add_paragraph("Figure 1: Sliding scale chart on the insulin trolley", style="Caption")
+    d.add_paragraph("Table 1: Drugs checked by two nurses", style="Caption")  # a table's caption
+    d.add_paragraph("Figure 2. The handover board beside the nurses' station.")
+    d.add_paragraph("Figure 2 is updated at every handover.")  # a reference, not a caption
+    d.save(str(sample_docx))
+    res = cli("ingest", sample_docx, "--json")
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)[0]["figures"] == 2
+    hits = json.loads(cli("search", "sliding scale chart insulin trolley", "--json", "-k", "10").stdout)
+    fig = next(h for h in hits if h["kind"] == "figure")
+    assert fig["figure_number"] == "1" and fig["text"].startswith("Figure 1: Sliding scale chart")
+    assert fig["section_path"] == ["Ward Handbook", "Handover"]  # the section the caption stands in
+    hits = json.loads(cli("search", "handover board nurses station", "--json", "-k", "10").stdout)
+    assert any(h["kind"] == "figure" and h["figure_number"] == "2" for h in hits)

@@ -12,7 +12,8 @@
   the core properties (title, author) and the tables; HTML: the standard library's html.parser keeps
   h1-h6 as headings and skips script, style, nav, header and footer. Both become the same headed
   text that textdocs builds Markdown books from (sections with full paths, "pages" of about
-  textdocs.PAGE_CHARS characters, labelled 1, 2, ...).
+  textdocs.PAGE_CHARS characters, labelled 1, 2, ...). Figure items come from <figcaption>, Word's
+  "Caption" style and "Figure N. ..." paragraphs (find_figures), as a PDF's come from its captions.
 """
 from __future__ import annotations
 
@@ -102,6 +103,7 @@ def _parse_docx(path: Path, title: Optional[str], file_hash: Optional[str] = Non
     except Exception as exc:  # lxml errors on a damaged part
         raise InputError(f"{path}: not a readable DOCX ({exc})") from exc
     lines: list[str] = []
+    captions: set[str] = set()
     doc_title = ""
     for block in _docx_blocks(document):
         if isinstance(block, str):
@@ -113,6 +115,8 @@ def _parse_docx(path: Path, title: Optional[str], file_hash: Optional[str] = Non
             continue
         text = " " + text if text.startswith("#") else text  # not a heading mark
         level = _docx_heading_level(style)
+        if style == "Caption" and not re.match(r"^(?:Table|TABLE)\b", text):  # Word's Insert Caption
+            captions.add(text)
         if style == "Title":
             doc_title = doc_title or text
             lines.append(f"# {text}")
@@ -122,7 +126,7 @@ def _parse_docx(path: Path, title: Optional[str], file_hash: Optional[str] = Non
             lines.append(text)
     props = document.core_properties
     return _headed_book(path, lines, title or (props.title or "").strip() or doc_title, "docx",
-                        (props.author or "").strip(), file_hash)
+                        (props.author or "").strip(), file_hash, captions)
 
 
 def _docx_heading_level(style: str) -> int:
@@ -158,17 +162,54 @@ def _parse_html(path: Path, title: Optional[str], file_hash: Optional[str] = Non
     except Exception as exc:  # html.parser is lenient; this is a last resort
         raise InputError(f"{path}: cannot be read as HTML ({exc})") from exc
     parser.flush()
-    return _headed_book(path, parser.lines, title or parser.title, "html", parser.author, file_hash)
+    return _headed_book(path, parser.lines, title or parser.title, "html", parser.author, file_hash,
+                        parser.captions)
 
 
 def _headed_book(path: Path, lines: list[str], title: str, fmt: str, author: str,
-                 file_hash: Optional[str] = None) -> ParsedBook:
+                 file_hash: Optional[str] = None, captions: Optional[set[str]] = None) -> ParsedBook:
     from ragcli.ingest import textdocs
 
     text = "\n\n".join(lines)
     if not text.strip():
         raise InputError(f"{path}: the {fmt.upper()} has no text")
-    return textdocs.parse_headed(path, text, title, fmt, author, file_hash=file_hash)
+    book = textdocs.parse_headed(path, text, title, fmt, author, file_hash=file_hash)
+    book.figures = find_figures(book.sections, captions or set())
+    return book
+
+
+def find_figures(sections, captions: set[str]) -> list:
+    """Figure items of a DOCX or HTML file, as pdf.find_figures makes them for a PDF: a paragraph that
+    is a caption by its markup (`captions`: an HTML <figcaption>, a DOCX paragraph in Word's "Caption"
+    style) or by its words ("Figure 3. Splinting a forearm", with the PDF's rules: not "Figure 3 shows
+    ...", a number seen once). The number is the caption's own; an unnumbered caption gets its position
+    among the document's figures, or the next number no caption uses. The caption keeps its place in
+    the section text too (as in a PDF)."""
+    from ragcli.ingest.pdf import CAPTION_RE
+    from ragcli.types import Figure
+
+    marked = {" ".join(c.split()) for c in captions}
+    figures: list[Figure] = []
+    seen: set[str] = set()
+    for s in sections:
+        for page, body in s.paragraphs:
+            m = CAPTION_RE.match(body)
+            rest = m.group("rest").strip() if m else ""
+            if body not in marked and (not m or not rest or rest[:1].islower()):
+                continue
+            if m and m.group("num") in seen:
+                continue
+            if m:
+                seen.add(m.group("num"))
+            figures.append(Figure(m.group("num") if m else "", body, page, None, list(s.path)))
+    for position, fig in enumerate(figures, 1):
+        if not fig.number:
+            number = position
+            while str(number) in seen:
+                number += 1
+            fig.number = str(number)
+            seen.add(fig.number)
+    return figures
 
 
 class _HeadedText:
@@ -200,6 +241,8 @@ class _HeadedText:
         self._skip = 0
         self._heading = 0
         self._in_title = False
+        self._in_caption = 0
+        self.captions: set[str] = set()  # the text of every <figcaption>
 
     def feed(self, text: str) -> None:
         self._p.feed(text)
@@ -218,6 +261,8 @@ class _HeadedText:
             self.flush()
         if re.fullmatch(r"h[1-6]", tag):
             self._heading = int(tag[1])
+        if tag == "figcaption":
+            self._in_caption += 1
 
     def end(self, tag: str) -> None:
         if tag == "title":
@@ -226,6 +271,8 @@ class _HeadedText:
             self._skip -= 1
         if tag in self.BLOCKS:
             self.flush()
+        if tag == "figcaption" and self._in_caption:
+            self._in_caption -= 1
 
     def data(self, data: str) -> None:
         if self._in_title:
@@ -238,5 +285,7 @@ class _HeadedText:
         self._buf = []
         if text:
             text = " " + text if text.startswith("#") and not self._heading else text  # not a heading mark
+            if self._in_caption and not self._heading:
+                self.captions.add(text)
             self.lines.append(("#" * self._heading + " " + text) if self._heading else text)
         self._heading = 0
