@@ -146,6 +146,108 @@ def test_two_columns_are_read_column_by_column():
     assert texts[5:] == [f"right line {i} of the second column" for i in range(4)]
 
 
+def _dark(page, matrix):
+    import numpy as np
+
+    pix = page.get_pixmap(matrix=matrix, colorspace=pymupdf.csGRAY, alpha=False)
+    img = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.stride)[:, : pix.width]
+    return img < 128
+
+
+@pytest.mark.parametrize("turn", [0.0, 1.0, -1.5, 2.5])
+def test_skew_angle_finds_how_far_a_page_is_turned(turn):
+    """A text page rendered turned by `turn` degrees (as make_scanned.py makes a sheet fed askew):
+    skew_angle says by how much, so page_lines can render it straight before OCR."""
+    from ragcli.ingest import ocr
+
+    def zoom():  # a new matrix each time: prerotate turns the matrix itself
+        return pymupdf.Matrix(150 / 72, 150 / 72)
+
+    with pymupdf.open(FIXTURE_PDFS["faa"]) as doc:
+        found = ocr.skew_angle(_dark(doc[0], zoom().prerotate(turn)))
+        assert abs(found - turn) <= 0.1, found
+        if turn:  # and turning it back by that much straightens it
+            assert abs(ocr.skew_angle(_dark(doc[0], zoom().prerotate(turn).prerotate(-found)))) <= 0.1
+
+
+def test_a_page_scanned_askew_keeps_its_line_order():
+    """The scanned fixture is turned 1 degree; its paragraph "In evaluating the casualty ... cut or tear
+    his clothing ..." must read in order (before straightening, Tesseract's first word of a line sat on
+    the line above and lines came out swapped)."""
+    from ragcli.ingest import ocr
+
+    with pymupdf.open(SCAN) as doc:
+        page = doc[0]
+        blocks = ocr.read_page(page, 1, ocr.make_engine(), None)
+    text = " ".join(line[0] for b in blocks for line in b)
+    assert "type, and size of the wound or injury, cut or tear his clothing" in text
+    assert "DO NOT attempt to remove it or probe the wound" in text
+
+
+def test_tesseract_words_with_the_first_word_on_the_line_above_make_ordered_lines():
+    """Tesseract's PDF puts the first word of a line that starts at the margin on the baseline of the
+    line before (seen on FM 4-25.11 scans): "and" belongs to the second line, not the first."""
+    from ragcli.ingest import ocr
+
+    words = [(153, 187, 166, 222, "a."), (203, 187, 232, 222, "Use"), (240, 187, 263, 222, "the"),
+             (272, 187, 340, 222, "wrapper"),
+             (80, 187, 107, 222, "and"), (115, 209, 158, 234, "grasp"), (166, 209, 188, 234, "the"),
+             (197, 209, 229, 234, "tails")]
+    lines = ocr.words_to_lines(words)
+    assert [l.text for l in lines] == ["a. Use the wrapper", "and grasp the tails"]
+    assert lines[1].y1 == 234 and lines[1].y0 == 209
+    blocks = ocr.to_blocks(lines, 800)
+    assert [line[0] for b in blocks for line in b] == ["a. Use the wrapper", "and grasp the tails"]
+
+
+def test_drawing_debris_and_labels_above_a_caption_are_dropped_headers_and_headings_kept():
+    from ragcli.ingest import ocr
+
+    L = ocr.OcrLine
+    lines = [L("FM 4-25.11/NTRP 4-02.1/AFMAN 44-163(I)", 35, 30, 220, 40),  # running header: kept
+             L("6-3. Types of Snakes", 35, 70, 200, 80),
+             L("Pit vipers have long hollow fangs and deep pits between the nostrils and eyes.", 35, 95, 340, 105),
+             L("POISON SAC", 120, 150, 180, 158),  # a drawing's own label
+             L("FER-DE-LANCE BUSHMASTER", 100, 190, 270, 198),
+             L("i$ =ae aay", 100, 230, 290, 245),  # debris
+             L("Figure 6-2. Characteristics of poisonous pit viper.", 86, 270, 290, 278),
+             L("QJ ei) @) }", 118, 330, 216, 345),  # debris anywhere
+             L("6-2", 35, 760, 48, 768)]  # the printed page number
+    blocks = ocr.to_blocks(lines, 612, 792)
+    texts = [line[0] for b in blocks for line in b]
+    assert texts == ["FM 4-25.11/NTRP 4-02.1/AFMAN 44-163(I)", "6-3. Types of Snakes",
+                     "Pit vipers have long hollow fangs and deep pits between the nostrils and eyes.",
+                     "Figure 6-2. Characteristics of poisonous pit viper.", "6-2"]
+
+
+def test_chapter_and_section_headings_get_levels_and_bars_read_as_i():
+    """OCR'd pages have one size; bold "CHAPTER 2" + its title and "Section I." get the sizes of levels 1
+    and 2, so numbered paragraph headings nest under them as in the text layer's sections."""
+    from ragcli.ingest import ocr, sections
+
+    L = ocr.OcrLine
+    bold, regular = 6.0, 3.0
+    body = "Several conditions that require immediate attention are an inadequate airway and bleeding."
+    lines = [L("CHAPTER 2", 250, 60, 320, 72, ink=bold), L("BASIC MEASURES FOR FIRST AID", 180, 80, 420, 95, ink=bold),
+             L("2-1. General", 35, 120, 110, 130, ink=bold), L(body, 35, 140, 560, 150, ink=regular),
+             L("Section |. OPEN THE AIRWAY", 200, 180, 400, 192, ink=bold),
+             L("2-2. Breathing Process", 35, 210, 190, 220, ink=bold), L(body, 35, 230, 560, 240, ink=regular),
+             L("2-3. Assessment", 35, 270, 150, 280, ink=bold), L(body, 35, 290, 560, 300, ink=regular)]
+    blocks = ocr.to_blocks(lines, 612)
+    assert [line[0] for line in blocks[0]] == ["CHAPTER 2", "BASIC MEASURES FOR FIRST AID"]
+    assert {line[3] for line in blocks[0]} == {ocr.LEVEL_SIZES[1]}
+    section = next(b[0] for b in blocks if b[0][0].startswith("Section"))
+    assert section[0] == "Section I. OPEN THE AIRWAY" and section[3] == ocr.LEVEL_SIZES[2]
+
+    from ragcli.ingest import pdf
+
+    pages = [pdf.RawPage(n, 792, [pdf.Block(n, b[0][1], [pdf.Line(*line) for line in b]) for b in blocks])
+             for n in (1, 2)]
+    paths = [s.path for s in sections.build_sections(pages, [], ocr.BODY_SIZE, pdf.is_heading)]
+    assert ["CHAPTER 2 BASIC MEASURES FOR FIRST AID", "2-1. General"] in paths
+    assert ["CHAPTER 2 BASIC MEASURES FOR FIRST AID", "Section I. OPEN THE AIRWAY", "2-3. Assessment"] in paths
+
+
 def test_ocr_progress_on_a_pipe_is_plain_lines_at_a_sensible_rate():
     """Not a terminal: no rich bar (no control codes), one plain line per PLAIN_EVERY seconds with pages
     done / total and pages per second, and one at the last page; fast phases say nothing."""

@@ -93,7 +93,7 @@ def _levels(found) -> list[Marker]:
     counts = Counter(size for _, size, _ in found)
     shared = [size for size in counts if counts[size] > 1] or list(counts)
     sizes = sorted(shared, reverse=True)[:MAX_LEVELS]
-    stack: list[str] = []
+    stack: list[tuple[int, str]] = []  # (level, title): a heading closes those of its level and below
     markers = []
     for marker, size, _ in found:
         if size not in shared:
@@ -101,8 +101,8 @@ def _levels(found) -> list[Marker]:
             markers.append(Marker(marker.page, marker.pos, list(marker.path)))
             continue
         level = sizes.index(size) + 1 if size in sizes else MAX_LEVELS
-        stack = stack[: level - 1] + [marker.path[0]]
-        markers.append(Marker(marker.page, marker.pos, list(stack)))
+        stack = [(lv, t) for lv, t in stack if lv < level] + [(level, marker.path[0])]
+        markers.append(Marker(marker.page, marker.pos, [t for _, t in stack]))
     return markers
 
 
