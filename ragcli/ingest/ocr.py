@@ -372,7 +372,8 @@ def group_blocks(lines: list[OcrLine]) -> list[list[OcrLine]]:
                 continue  # a caption starts a block; so does text after a centred or indented line's end
             step = l.y1 - last.y1
             overlap = min(l.x1, last.x1) - max(l.x0, last.x0)
-            if 0.5 * pitch < step < 1.5 * pitch and overlap > 0.3 * min(l.x1 - l.x0, last.x1 - last.x0):
+            hanging = l.x0 <= last.x0 + h and l.x1 > last.x0  # "b. Open the airway ..." / "technique."
+            if 0.5 * pitch < step < 1.5 * pitch and (overlap > 0.3 * min(l.x1 - l.x0, last.x1 - last.x0) or hanging):
                 if best is None or last.y1 > best[-1].y1:
                     best = b
         if best is not None:
@@ -431,8 +432,12 @@ def _wordy(text: str) -> bool:
 
 
 def _is_prose(block: list[OcrLine]) -> bool:
-    words = sum(len(l.text.split()) for l in block)
-    return words >= 8 or (words >= 4 and block[-1].text.rstrip().endswith((".", ":", ";")))
+    """Sentences, not a drawing's labels or debris ("aie OZ (Se Vk Ss -s So"): five real-looking words
+    or more (three in a line that ends a sentence), making up at least half of the tokens."""
+    tokens = [t.strip(".,:;()[]'\"“”‘’-–—") for l in block for t in l.text.split()]
+    real = sum(bool(_REAL_WORD.match(t)) for t in tokens)
+    ends = block[-1].text.rstrip().endswith((".", ":", ";"))
+    return real >= 0.5 * len(tokens) and (real >= 5 or (real >= 3 and ends))
 
 
 def drop_drawing_text(blocks: list[list[OcrLine]], height: float = 0.0) -> list[list[OcrLine]]:
