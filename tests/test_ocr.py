@@ -209,7 +209,8 @@ def test_drawing_debris_and_labels_above_a_caption_are_dropped_headers_and_headi
              L("Pit vipers have long hollow fangs and deep pits between the nostrils and eyes.", 35, 95, 340, 105),
              L("POISON SAC", 120, 150, 180, 158),  # a drawing's own label
              L("FER-DE-LANCE BUSHMASTER", 100, 190, 270, 198),
-             L("i$ =ae aay", 100, 230, 290, 245),  # debris
+             L("i$ =ae aay", 100, 225, 290, 235),  # debris
+             L("aie OZ (Se Vk Ss -s So > \\F", 96, 250, 217, 261),  # debris of many tokens: not prose
              L("Figure 6-2. Characteristics of poisonous pit viper.", 86, 270, 290, 278),
              L("QJ ei) @) }", 118, 330, 216, 345),  # debris anywhere
              L("6-2", 35, 760, 48, 768)]  # the printed page number
@@ -218,6 +219,22 @@ def test_drawing_debris_and_labels_above_a_caption_are_dropped_headers_and_headi
     assert texts == ["FM 4-25.11/NTRP 4-02.1/AFMAN 44-163(I)", "6-3. Types of Snakes",
                      "Pit vipers have long hollow fangs and deep pits between the nostrils and eyes.",
                      "Figure 6-2. Characteristics of poisonous pit viper.", "6-2"]
+
+
+def test_a_hanging_indent_continues_its_paragraph():
+    from ragcli.ingest import ocr
+
+    L = ocr.OcrLine
+    lines = [L("excess force in performing this maneuver may cause further", 60, 98, 314, 108),
+             L("spinal injury, so the safest approach is the jaw-thrust technique.", 60, 109, 314, 119),
+             L("b. Open the airway using the jaw-thrust or head-tilt/chin-lift", 69, 134, 340, 144),
+             L("technique.", 35, 145, 74, 155),
+             L("(1) Perform the jaw-thrust technique. The jaw-thrust may", 93, 175, 340, 185),
+             L("be accomplished by the rescuer grasping the angles of the lower", 35, 186, 340, 196)]
+    blocks = ocr.to_blocks(lines, 612, 792)
+    assert [line[0] for line in blocks[1]] == ["b. Open the airway using the jaw-thrust or head-tilt/chin-lift",
+                                              "technique."]
+    assert len(blocks) == 3
 
 
 def test_chapter_and_section_headings_get_levels_and_bars_read_as_i():
