@@ -69,7 +69,7 @@ def main() -> int:
         scores = cache[key]
         orders = {"default": list(range(len(hits))),
                   "re-ranker alone": sorted(range(len(hits)), key=lambda i: (-scores[i], i))}
-        for k in (2, 5, 10, 60):
+        for k in (2, 3, 5, 10, 60):
             fused = fused_with_order(scores, k)
             orders[f"fused k={k}"] = sorted(range(len(hits)), key=lambda i: -fused[i])
         for name, order in orders.items():

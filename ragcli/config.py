@@ -124,3 +124,27 @@ def model_settings(**flags) -> ModelSettings:
         if value is not None and key != "path" and hasattr(settings, key):
             setattr(settings, key, value)
     return settings
+
+
+RERANK_DEPTH = 20
+NO_RERANK = ("none", "off")
+
+
+def rerank_settings(spec: Optional[str] = None, depth: Optional[int] = None) -> tuple[Optional[str], int]:
+    """The re-ranker (--rerank, else the config file's top-level `rerank`: a reranker GGUF, a server
+    URL, a profile name or `llm`; `none` turns a configured one off) and how many hits it reads
+    (--rerank-depth, else `rerank_depth`, else 20)."""
+    file_cfg = load_file_settings() if spec is None or depth is None else {}
+    if spec is not None and not spec.strip():
+        raise UsageError("--rerank needs a reranker: a GGUF file, a server URL, a profile or llm")
+    if spec is None:
+        spec = file_cfg.get("rerank")
+        if spec is not None and (not isinstance(spec, str) or not spec.strip()):
+            raise UsageError(f"rerank in {config_path()} must name a reranker: a GGUF file, a URL, a profile or llm")
+    if depth is None:
+        depth = file_cfg.get("rerank_depth", RERANK_DEPTH)
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+            raise UsageError(f"rerank_depth in {config_path()} must be a whole number of hits, at least 1")
+    if spec is not None and spec.strip().lower() in NO_RERANK:
+        spec = None
+    return spec, depth

@@ -231,22 +231,24 @@ def evaluate(searchers: dict[str, SearchFn], queries: list[EvalQuery],
     return EvalReport(kind, len(queries), list(PAGE_METRICS if kind == "pages" else BEIR_METRICS), results)
 
 
-def searcher(conn, embedder, opts) -> SearchFn:
-    """The search function of one set of SearchOptions (its book scope comes from each call).
-    Page-set questions only look at the first 10 passages, so they need no deep ranking; BEIR needs
-    about 3 passages per document for Recall@100."""
+def searcher(conn, embedder, opts, reranker=None) -> SearchFn:
+    """The search function of one set of SearchOptions (its book scope comes from each call), with a
+    re-ranker model when one is given. Page-set questions only look at the first 10 passages, so
+    they need no deep ranking; BEIR needs about 3 passages per document for Recall@100."""
     from ragcli.search.pipeline import search
 
     def run(text: str, scope: Optional[list[str]]) -> list[Hit]:
-        return search(conn, embedder, text, replace(opts, book_ids=scope)).hits
+        return search(conn, embedder, text, replace(opts, book_ids=scope), reranker=reranker).hits
 
     return run
 
 
 def run_eval(conn, embedder, queries: list[EvalQuery], modes: Optional[Sequence[str]] = None,
              book_ids: Optional[list[str]] = None, depth: Optional[int] = None,
-             keep_ranked: int = 0) -> EvalReport:
-    """The core of `ragcli eval retrieval`: every mode (default: all) at `depth` hits per query."""
+             keep_ranked: int = 0, reranker=None, rerank_depth: int = 20) -> EvalReport:
+    """The core of `ragcli eval retrieval`: every mode (default: all) at `depth` hits per query; with
+    a `reranker` (a re-ranker model) each mode's first max(depth, rerank_depth) hits re-scored by it,
+    the mode named `MODE+rerank`."""
     from ragcli.search.pipeline import MODES, SearchOptions
     from ragcli.store import corpus as store
 
@@ -257,5 +259,7 @@ def run_eval(conn, embedder, queries: list[EvalQuery], modes: Optional[Sequence[
     for q in queries:
         q.book = resolve_book(q.book, known)
     depth = depth or (300 if not queries or not queries[0].pages else 20)
-    searchers = {o.mode: searcher(conn, embedder, replace(o, k=depth, depth=depth)) for o in options}
+    suffix = "+rerank" if reranker is not None else ""
+    searchers = {o.mode + suffix: searcher(conn, embedder, replace(o, k=depth, depth=depth, rerank_depth=rerank_depth),
+                                           reranker) for o in options}
     return evaluate(searchers, queries, book_ids, keep_ranked)

@@ -51,6 +51,7 @@ class SummaryOptions:
     max_tokens: int = MAX_TOKENS
     grammar: Optional[Grammar] = None  # the user's --grammar-file, constraining the summary
     keep_weak: bool = False  # save it even when its health is bad (answer/health.py BAD)
+    rerank_depth: int = 20  # hits a re-ranker model (`reranker`) re-scores, at least k
 
 
 class NotSaved(RagcliError):
@@ -87,11 +88,11 @@ def normalise_topic(topic: str) -> str:
 
 def new(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptions] = None,
         on_text: Optional[Callable[[str], None]] = None, on_phase: Optional[Callable[..., None]] = None,
-        on_progress: Optional[Callable[[str, dict], None]] = None) -> Summary:
+        on_progress: Optional[Callable[[str, dict], None]] = None, reranker=None) -> Summary:
     """Generate a summary of `topic` and save it under the topic's next number. NotSaved when its
-    health is bad, unless `opts.keep_weak`."""
+    health is bad, unless `opts.keep_weak`. `reranker`: a re-ranker model for the search."""
     opts = opts or SummaryOptions()
-    summary = generate(conn, embedder, topic, model, opts, on_text, on_phase, on_progress)
+    summary = generate(conn, embedder, topic, model, opts, on_text, on_phase, on_progress, reranker=reranker)
     warnings = summary.params.get("warnings") or []
     if health.is_bad(warnings) and not opts.keep_weak:
         words = "; ".join(w["message"] for w in warnings if w["code"] in health.BAD)
@@ -102,16 +103,16 @@ def new(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptions] =
 
 def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptions] = None,
              on_text: Optional[Callable[[str], None]] = None, on_phase: Optional[Callable[..., None]] = None,
-             on_progress: Optional[Callable[[str, dict], None]] = None) -> Summary:
+             on_progress: Optional[Callable[[str, dict], None]] = None, reranker=None) -> Summary:
     """Generate (not save) a summary; its number is 0 until `summary_store.insert_summary`."""
     opts = opts or SummaryOptions()
     phase = on_phase or (lambda *a, **k: None)
     key = normalise_topic(topic)
     topic = " ".join(topic.split())
     search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
-                                check_language=True)
+                                check_language=True, rerank_depth=opts.rerank_depth)
     phase("search" if model is None or not opts.expand else "rewrite")
-    result = search(conn, embedder, topic, search_opts, model=model)
+    result = search(conn, embedder, topic, search_opts, model=model, reranker=reranker)
     if result.language:
         raise NotFoundError(other_language_notice(result.language, "topic", "name it") + "; nothing saved")
     timings: dict[str, float] = dict(result.timings)

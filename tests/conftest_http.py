@@ -84,7 +84,8 @@ def llama_server_with_key(tiny_gguf, tmp_path_factory):
 
 
 class FaultServer:
-    """An OpenAI-lookalike whose behaviour each test sets: `mode` in ok | cut | error500 | slow;
+    """An OpenAI-lookalike whose behaviour each test sets: `mode` in ok | cut | error500 | slow |
+    no_rerank (/v1/rerank answers 501 as llama-server started without --reranking);
     `models` the listed model ids; `reply` the streamed text; `rerank_scores` by document text.
     Every request body is kept in `requests`."""
 
@@ -125,6 +126,10 @@ class FaultServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 outer.requests.append({"path": self.path, **body})
                 outer.headers.append(dict(self.headers))
+                if self.path in ("/v1/rerank", "/rerank") and outer.mode == "no_rerank":
+                    return self._json(501, {"error": {"code": 501, "type": "not_supported_error", "message":
+                                                      "This server does not support reranking. Start it with "
+                                                      "`--reranking`"}})
                 if self.path in ("/v1/rerank", "/rerank"):
                     docs = body.get("documents", [])
                     results = [{"index": i, "relevance_score": outer.rerank_scores.get(d, 0.0)}

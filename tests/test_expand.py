@@ -171,19 +171,31 @@ def test_fusion_window_ranks_deep_only_ids_after_the_window():
     assert legs.rrf([(lex, 1.0)], window=None) == legs.rrf([(lex, 1.0)])
 
 
-def test_a_reranker_passed_in_reorders_only_the_head_in_any_mode(library):
+def test_a_reranker_passed_in_reads_max_k_depth_hits_after_the_cosine_mix(library):
     class WorstFirst:  # a Reranker: one score per hit, higher is better
         def scores(self, question, hits, terms=()):
             return [float(h.rank) for h in hits]
 
+    class NoOpinion:
+        def scores(self, question, hits, terms=()):
+            return [1.0] * len(hits)
+
     conn, embedder = library
     q = "mannitol dose"
     ids = lambda r: [h.passage_id for h in r.hits]  # noqa: E731
-    plain = search(conn, embedder, q, SearchOptions(k=6, book_ids=["sample"]))
-    worst = search(conn, embedder, q, SearchOptions(k=6, book_ids=["sample"], rerank_top=4),
-                   reranker=WorstFirst())
-    assert ids(worst)[:4] == ids(plain)[:4][::-1] and ids(worst)[4:] == ids(plain)[4:]
-    assert [h.rank for h in worst.hits] == list(range(1, 7))
+    deep = search(conn, embedder, q, SearchOptions(k=8, book_ids=["sample"]))
+    assert len(deep.hits) == 8
+    worst = search(conn, embedder, q, SearchOptions(k=4, book_ids=["sample"], rerank_depth=8), reranker=WorstFirst())
+    assert ids(worst) == ids(deep)[::-1][:4]  # the first 8 re-ordered, the first 4 returned
+    assert [h.rank for h in worst.hits] == [1, 2, 3, 4] and "rerank" in worst.timings
+    shallow = search(conn, embedder, q, SearchOptions(k=6, book_ids=["sample"], rerank_depth=2), reranker=WorstFirst())
+    assert ids(shallow) == ids(deep)[:6][::-1]  # depth below k: the first k
+    expanded = SearchOptions(mode="expanded", k=6, book_ids=["sample"])
+    mixed = search(conn, embedder, q, expanded)
+    # the cosine mix still runs first; a re-ranker without an opinion keeps its order
+    assert ids(search(conn, embedder, q, expanded, reranker=NoOpinion())) == ids(mixed)
+    flipped = search(conn, embedder, q, expanded, reranker=WorstFirst())
+    assert len(flipped.hits) == 6 and ids(flipped)[0] not in ids(mixed)[:1]
 
 
 def test_the_mode_decides_the_steps_and_the_fusion_window():

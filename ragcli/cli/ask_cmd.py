@@ -9,7 +9,8 @@ from ragcli.cli.common import (
     BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, open_db, warn,
 )
 from ragcli.cli.options import (
-    CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, load_model, read_grammar,
+    CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, RerankDepthOpt, RerankOpt, SeedOpt, TempOpt, ThreadsOpt, load_model,
+    load_reranker, read_grammar,
 )
 
 FORMATS = ("text", "markdown")
@@ -35,6 +36,7 @@ def ask(
     grammar_file: Annotated[Optional[str], typer.Option("--grammar-file", help="GBNF grammar that constrains "
                                                         "the answer (llama.cpp format).", show_default=False)] = None,
     output: FormatOpt = "text",
+    rerank: RerankOpt = None, rerank_depth: RerankDepthOpt = None,
     db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
 ) -> None:
     """Answer a question from the books, citing only passages that were retrieved."""
@@ -53,12 +55,13 @@ def ask(
     check_scope(conn, book)  # before the model loads
     embedder = embedder_for(conn, embed_model)
     chat_model, settings = load_model(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
+    reranker, depth = load_reranker(rerank, rerank_depth, chat_model)
     stream = AnswerStream.for_model(chat_model, json_out or output != "text")
     opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
                            max_tokens=settings.max_tokens, show_prompt=show_prompt,
-                           grammar=read_grammar(grammar_file), verify=verify, evidence=evidence)
+                           grammar=read_grammar(grammar_file), verify=verify, evidence=evidence, rerank_depth=depth)
     try:
-        answer = core.ask(conn, embedder, question, chat_model, opts, on_text=stream.on_text,
+        answer = core.ask(conn, embedder, question, chat_model, opts, reranker=reranker, on_text=stream.on_text,
                           on_expanded=stream.on_expanded, on_phase=stream.phase, on_progress=stream.on_progress)
         stream.finish_text()
     finally:

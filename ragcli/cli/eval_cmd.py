@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from ragcli.cli.common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, open_db, path_arg
+from ragcli.cli.options import JudgeModelOpt, ModelNameOpt, RerankDepthOpt, RerankOpt, judge_loader, load_reranker
 
 eval_app = typer.Typer(no_args_is_help=True, help="Measure retrieval on your own test set.")
 app.add_typer(eval_app, name="eval")
@@ -24,6 +25,10 @@ def retrieval(
                                              "(default: 300 for BEIR, 20 for page sets).")] = None,
     book: BookOpt = None,
     per_query: Annotated[bool, typer.Option("--per-query", help="With --json: every query's scores.")] = False,
+    rerank: RerankOpt = None,
+    rerank_depth: RerankDepthOpt = None,
+    model: JudgeModelOpt = None,
+    model_name: ModelNameOpt = None,
     db: DbOpt = None,
     json_out: JsonOpt = False,
     embed_model: EmbedOpt = None,
@@ -38,7 +43,9 @@ def retrieval(
     conn = open_db(db, create=False)
     qs = evaluate.load_queries(path_arg(queries), path_arg(qrels) if qrels else None)
     embedder = embedder_for(conn, embed_model) if modes != ["lexical"] else None
-    report = evaluate.run_eval(conn, embedder, qs, modes, book, k, keep_ranked=10 if per_query else 0)
+    reranker, depth = load_reranker(rerank, rerank_depth, chat_loader=judge_loader(model, model_name))
+    report = evaluate.run_eval(conn, embedder, qs, modes, book, k, keep_ranked=10 if per_query else 0,
+                               reranker=reranker, rerank_depth=depth)
     if json_out:
         print_json(eval_data(report, per_query))
     else:

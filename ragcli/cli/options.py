@@ -1,4 +1,5 @@
-"""The chat-model options shared by `ask` and `summary new`, and the model they load."""
+"""The chat-model options shared by `ask` and `summary new`, the re-ranker options of `search`, `ask`,
+`summary new` and `eval retrieval`, and the models they load."""
 from __future__ import annotations
 
 from typing import Annotated, Optional
@@ -22,6 +23,16 @@ SeedOpt = Annotated[Optional[int], typer.Option("--seed", show_default=False, he
                                                 "seed, model and prompt give the same answer (default 0).")]
 TempOpt = Annotated[Optional[float], typer.Option("--temperature", show_default=False, help="Sampling "
                                                   "temperature: 0 always takes the likeliest word (default 0.2).")]
+RerankOpt = Annotated[Optional[str], typer.Option("--rerank", help="Re-rank the first hits with a model: a "
+                                                 "reranker GGUF (e.g. bge-reranker-v2-m3), a server with /v1/rerank "
+                                                 "(http://host:port/v1), a profile, or llm (the chat model rates each "
+                                                 "passage; slow). Default: the config file's rerank; none: off.",
+                                                 show_default=False)]
+RerankDepthOpt = Annotated[Optional[int], typer.Option("--rerank-depth", min=1, max=200, show_default=False,
+                                                       help="How many of the first hits --rerank re-scores "
+                                                       "(at least -k; default 20).")]
+JudgeModelOpt = Annotated[Optional[str], typer.Option("--model", help="Chat model for --rerank llm (default: "
+                                                      "$RAGCLI_MODEL, then the config file).", show_default=False)]
 
 
 def load_model(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name=None):
@@ -54,3 +65,32 @@ def read_grammar(path: Optional[str]):
         return Grammar(open(path, encoding="utf-8").read())
     except OSError as exc:
         raise UsageError(f"cannot read grammar file {path}: {exc.strerror}") from exc
+
+
+def load_reranker(spec: Optional[str], depth: Optional[int], chat_model=None, chat_loader=None):
+    """The re-ranker of --rerank (or the config file's `rerank`) as search's Reranker, and its depth;
+    (None, depth) when there is none. `--rerank llm` rates with `chat_model`, else with the model
+    `chat_loader()` returns (search and eval, which load no chat model of their own)."""
+    from ragcli import config
+
+    spec, depth = config.rerank_settings(spec, depth)
+    if spec is None:
+        return None, depth
+    from ragcli.models.rerank import load_reranker as load
+    from ragcli.search.model_rerank import ModelRerank
+
+    if spec == "llm" and chat_model is None and chat_loader is not None:
+        chat_model = chat_loader()
+    if config.is_url(spec):
+        from ragcli.models.openai_http import safe_url
+
+        what = f"connecting to the reranker at {safe_url(spec)}"
+    else:
+        what = "preparing the chat model as a judge" if spec == "llm" else f"loading the reranker {spec}"
+    with status(what):
+        return ModelRerank(load(spec, chat_model)), depth
+
+
+def judge_loader(model: Optional[str], model_name: Optional[str]):
+    """For commands without a chat model of their own (search, eval): load the one --rerank llm rates with."""
+    return lambda: load_model(model, None, None, None, None, None, None, model_name)[0]

@@ -8,6 +8,7 @@ import typer
 from ragcli.cli.common import (
     BookOpt, DbOpt, EmbedOpt, JsonOpt, VerboseOpt, app, console, embedder_for, handle_errors, info, open_db,
 )
+from ragcli.cli.options import JudgeModelOpt, ModelNameOpt, RerankDepthOpt, RerankOpt, judge_loader, load_reranker
 from ragcli.errors import UsageError
 
 
@@ -19,6 +20,10 @@ def search(
     k: Annotated[int, typer.Option("-k", min=1, max=1000, help="How many hits.")] = 10,
     mode: Annotated[str, typer.Option(help="hybrid | dense | lexical | expanded (the book's own terms "
                                       "join, as in ask) | feedback (expanded + pseudo-relevance feedback)")] = "hybrid",
+    rerank: RerankOpt = None,
+    rerank_depth: RerankDepthOpt = None,
+    model: JudgeModelOpt = None,
+    model_name: ModelNameOpt = None,
     verbose: VerboseOpt = False,
     db: DbOpt = None,
     json_out: JsonOpt = False,
@@ -31,11 +36,13 @@ def search(
 
     if not query.strip():  # before any work
         raise UsageError("the query is empty: give a few words, e.g. `ragcli search tourniquet`")
-    opts = SearchOptions(mode=mode, k=k, book_ids=book)
+    SearchOptions(mode=mode)  # an unknown mode fails before any work
     conn = open_db(db, create=False)
     check_scope(conn, book)  # before the embedding model loads
     embedder = embedder_for(conn, embed_model) if mode != "lexical" else None
-    result = run_search(conn, embedder, query, opts)
+    reranker, depth = load_reranker(rerank, rerank_depth, chat_loader=judge_loader(model, model_name))
+    opts = SearchOptions(mode=mode, k=k, book_ids=book, rerank_depth=depth)
+    result = run_search(conn, embedder, query, opts, reranker=reranker)
     if json_out:
         print_json(hits_data(result.hits))
     elif not result.hits:

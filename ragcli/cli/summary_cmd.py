@@ -9,7 +9,8 @@ from ragcli.cli.common import (
     BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn,
 )
 from ragcli.cli.options import (
-    CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, load_model, read_grammar,
+    CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, RerankDepthOpt, RerankOpt, SeedOpt, TempOpt, ThreadsOpt, load_model,
+    load_reranker, read_grammar,
 )
 
 summary_app = typer.Typer(
@@ -39,6 +40,7 @@ def summary_new(
     grammar_file: GrammarOpt = None,
     keep_weak: Annotated[bool, typer.Option("--keep-weak", help="Save the summary even when it is cut off, "
                                             "loops, or most of its sentences lack support.")] = False,
+    rerank: RerankOpt = None, rerank_depth: RerankDepthOpt = None,
     db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
 ) -> None:
     """Generate a summary of TOPIC from the books and save it as the topic's next number (not
@@ -54,14 +56,15 @@ def summary_new(
     check_scope(conn, book)  # before the model loads
     embedder = embedder_for(conn, embed_model)
     chat_model, settings = load_model(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
+    reranker, depth = load_reranker(rerank, rerank_depth, chat_model)
     opts = core.SummaryOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
                                max_tokens=max_tokens or max(settings.max_tokens, core.MAX_TOKENS),
-                               grammar=read_grammar(grammar_file), keep_weak=keep_weak)
+                               grammar=read_grammar(grammar_file), keep_weak=keep_weak, rerank_depth=depth)
     stream = AnswerStream.for_model(chat_model, json_out, markdown=True)
     refused = None
     try:
         result = core.new(conn, embedder, topic, chat_model, opts, on_text=stream.on_text,
-                          on_phase=stream.phase, on_progress=stream.on_progress)
+                          on_phase=stream.phase, on_progress=stream.on_progress, reranker=reranker)
     except core.NotSaved as exc:
         refused, result = exc, exc.summary
     finally:

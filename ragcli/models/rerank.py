@@ -25,34 +25,48 @@ class HttpReranker:
     """POST {base}/rerank with {model, query, documents, top_n}: llama-server's /v1/rerank (Jina-style
     `results` of {index, relevance_score}), vLLM's, or a TEI-style list of {index, score}."""
 
+    NO_ENDPOINT = (404, 405, 501)  # llama-cpp-python's server: 404; llama-server without --reranking: 501
+
     def __init__(self, url: str, name: Optional[str] = None, api_key: Optional[str] = None, timeout: float = 120.0):
         from ragcli.models.openai_http import api_base, http_library, safe_url
 
         http = http_library()
         self.url = api_base(url)
+        self._where = safe_url(self.url) + "/rerank"
         self._key = api_key
         self._http = http.Client(timeout=http.Timeout(timeout, connect=min(timeout, 10.0)),
                                  headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
         self.name = name or "reranker"
         self.params = {"backend": "openai-http", "kind": "reranker", "url": safe_url(self.url), "name": name}
 
+    def check(self) -> "HttpReranker":
+        """One tiny request, so that a server without a rerank endpoint fails before the search runs."""
+        self.scores("ping", ["ping"])
+        return self
+
+    def _fail(self, text: str) -> ModelError:
+        return ModelError(text.replace(self._key, "***") if self._key else text)
+
     def scores(self, query: str, documents: Sequence[str]) -> list[float]:
-        from ragcli.models.openai_http import http_library, safe_url
+        from ragcli.models.openai_http import http_library
 
         http = http_library()
         body = {"query": query, "documents": list(documents), "top_n": len(documents)}
         if self.name != "reranker":
             body["model"] = self.name
-        where = safe_url(self.url) + "/rerank"
         try:
             r = self._http.post(self.url + "/rerank", json=body)
+        except http.TimeoutException as exc:
+            raise self._fail(f"the reranker at {self._where} did not answer in time (timeout)") from exc
         except http.HTTPError as exc:
-            raise ModelError(f"cannot reach the reranker at {where}: {type(exc).__name__}") from exc
+            raise self._fail(f"cannot reach the reranker at {self._where}: {type(exc).__name__}; "
+                             f"is it running?") from exc
         if r.status_code != 200:
             detail = " ".join(r.text.split())[:200]
-            if self._key:
-                detail = detail.replace(self._key, "***")
-            raise ModelError(f"the reranker at {where} failed (HTTP {r.status_code}: {detail})")
+            if r.status_code in self.NO_ENDPOINT:
+                raise self._fail(f"the server at {self.params['url']} has no rerank endpoint (HTTP {r.status_code}: "
+                                 f"{detail}); start llama-server with --reranking, or use a reranker GGUF")
+            raise self._fail(f"the reranker at {self._where} failed (HTTP {r.status_code}: {detail})")
         try:
             data = r.json()
             items = data["results"] if isinstance(data, dict) else data
@@ -60,12 +74,13 @@ class HttpReranker:
             for item in items:
                 out[int(item["index"])] = float(item.get("relevance_score", item.get("score")))
         except (ValueError, KeyError, TypeError, IndexError) as exc:
-            raise ModelError(f"the reranker at {where} answered in an unknown shape") from exc
+            raise self._fail(f"the reranker at {self._where} answered in an unknown shape") from exc
         return out
 
 
 def load_reranker(spec: str, chat_model=None, batch: int = 1) -> RerankModel:
-    """`llm` (the chat model as a judge), an http(s) URL, a GGUF path, or a profile name."""
+    """`llm` (the chat model as a judge), an http(s) URL, a GGUF path, or a profile name. A server is
+    asked once (a one-document request) and a GGUF loaded, so a bad reranker fails before any search."""
     from ragcli import config
 
     if spec == "llm":
@@ -76,11 +91,15 @@ def load_reranker(spec: str, chat_model=None, batch: int = 1) -> RerankModel:
         return LlmJudge(chat_model, batch=batch)
     settings = config.model_settings(path=spec)
     if settings.url:
-        return HttpReranker(settings.url, name=settings.name, api_key=settings.api_key(), timeout=settings.timeout)
-    from ragcli.models.llama_rerank import GgufReranker
+        return HttpReranker(settings.url, name=settings.name, api_key=settings.api_key(),
+                            timeout=settings.timeout).check()
     from pathlib import Path
+
+    from ragcli.models.llama_rerank import GgufReranker
 
     path = Path(settings.path).expanduser()
     if not path.exists():
-        raise ModelError(f"reranker {spec!r} is not a file, a server URL, a profile or 'llm'")
+        where = f"profile [models.{settings.profile}] names {path}, which does not exist" if settings.profile \
+            else f"{spec!r} is not a file, a server URL, a profile or 'llm'"
+        raise ModelError(f"reranker not found: {where}")
     return GgufReranker(path, n_threads=settings.threads)

@@ -75,10 +75,12 @@ def pin(ranked: list, pinned: Sequence, k: int) -> list:
 
 
 def fused_hits(conn, embedder, queries: list[Query], legs: Sequence[str], *, k: int, depth: int,
-               book_ids: Optional[Sequence[str]], rrf_k: int, window: Optional[int]) -> list[Hit]:
-    """The first k hits of the fusion of every query's lists in the given legs (queries[0] is the
-    question). With extra queries, the best (k+1)//2 of the question's own lists stay in the top k."""
-    depth = max(depth, k)
+               book_ids: Optional[Sequence[str]], rrf_k: int, window: Optional[int],
+               keep: int = 0) -> list[Hit]:
+    """The first k hits (max(k, keep) with `keep`, for a re-ranker to read deeper) of the fusion of
+    every query's lists in the given legs (queries[0] is the question). With extra queries, the best
+    (k+1)//2 of the question's own lists stay in the top k."""
+    depth = max(depth, k, keep)
     lex_lists, lex_scores = _lexical_leg(conn, queries, depth, book_ids) if "lexical" in legs else ([], {})
     dense_lists, dense_scores = _dense_leg(conn, embedder, queries, depth, book_ids) if "dense" in legs else ([], {})
     lists = lex_lists + dense_lists
@@ -89,7 +91,7 @@ def fused_hits(conn, embedder, queries: list[Query], legs: Sequence[str], *, k: 
                   rrf_k, window)
         best_own = sorted(own, key=lambda pid: -own[pid])[: (k + 1) // 2]
         order = pin(order, sorted(best_own, key=lambda pid: -fused.get(pid, 0.0)), k)
-    top = order[:k]
+    top = order[:max(k, keep)]
     hits_by_id = store.fetch_hits(conn, top)
     hits = []
     for rank, pid in enumerate(top, 1):

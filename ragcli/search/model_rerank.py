@@ -1,10 +1,12 @@
 """A re-ranker model's relevance scores, fused with the search's own order.
 
-The model re-scores the first N hits (`--rerank-depth`, default 20). Its order is not taken as is:
-each hit gets 1/(k + its fused rank) + 1/(k + its model rank), reciprocal-rank fusion of the two
-orders with a small k. A re-ranker that ignores an exact term can then move the page that has it
-down only a few places: at k = 5 a fused first hit that the model ranks last of 20 still ends in the
-top 6 (docs/decisions.md "Re-ranking"), so ask still gives it to the model.
+The model re-scores the first max(k, N) hits (`--rerank-depth` N, default 20), in the order the
+search gave them (after the cosine mix of the expanding modes). Its order is not taken as is: each
+hit gets 1/(k + its search rank) + 1/(k + its model rank), reciprocal-rank fusion of the two orders
+with a small k. A re-ranker that ignores an exact term can then move the page that has it down only
+a few places: at k = 5 and depth 20, the search's first hit that the model ranks last ends 5th when
+the model otherwise agrees with the search, and 8th in the worst order (docs/decisions.md
+"Re-ranking"); ties keep the search's order.
 """
 from __future__ import annotations
 

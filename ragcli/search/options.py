@@ -70,6 +70,9 @@ class SearchOptions:
     rerank_top: int = 10  # re-order the first N fused hits (0: off)
     rerank_dense: float = 0.5  # cosine mix: the question's cosine to each passage,
     rerank_terms: float = 0.1  # ... the chosen terms' cosine to it, and the fused score (the rest)
+    # a re-ranker model passed to the pipeline (--rerank) re-scores the first max(k, rerank_depth)
+    # hits after the cosine mix; its order is fused with the search's (search/model_rerank.py)
+    rerank_depth: int = 20
     # ask and summary: stop before searching when the query looks like another language than the books
     check_language: bool = False
 

@@ -2,7 +2,8 @@
 
     scope check -> (language check) -> expansion (book terms; the model rewrite when a chat model is
     given) -> feedback first pass (feedback mode) -> legs (FTS5, sqlite-vec) -> fusion (RRF with a
-    window; the question's own best hits pinned) -> feedback pins -> re-rank of the head
+    window; the question's own best hits pinned) -> feedback pins -> re-rank of the head (the
+    cosine mix, expanding modes) -> a re-ranker model's pass over the first max(k, rerank_depth)
 
 Which steps run is the mode's choice (search/options.py); the result carries the expansion that
 was used, so callers show it without a second call.
@@ -32,8 +33,10 @@ def search(conn, embedder, query: str, opts: Optional[SearchOptions] = None, *, 
            reranker: Optional[Reranker] = None,
            on_expanded: Optional[Callable[[Expansion], None]] = None) -> SearchResult:
     """Search the corpus. `model`: a chat model for the rewrite (expanding modes only);
-    `reranker`: replaces the mode's re-rank (expanding modes: the cosine mix; others: none);
-    `on_expanded` receives the expansion before the legs run. `embedder` may be None in lexical mode."""
+    `reranker` (a re-ranker model, search/model_rerank.py): re-orders the first max(k, rerank_depth)
+    hits after the mode's own re-rank (expanding modes: the cosine mix), in any mode; the first k are
+    returned. `on_expanded` receives the expansion before the legs run. `embedder` may be None in
+    lexical mode."""
     opts = opts or SearchOptions()
     check_scope(conn, opts.book_ids)
     if opts.check_language:
@@ -50,15 +53,19 @@ def search(conn, embedder, query: str, opts: Optional[SearchOptions] = None, *, 
     if first.words:
         extra.append(legs.Query(" ".join(first.words), opts.lexical_feedback_weight, ("lexical",)))
     queries = [legs.Query(query, vector=first.vector)] + extra
+    deep = max(opts.k, opts.rerank_depth) if reranker is not None and opts.rerank_depth > 1 else 0
     hits = legs.fused_hits(conn, embedder, queries, opts.legs, k=opts.k, depth=opts.depth,
-                           book_ids=opts.book_ids, rrf_k=opts.rrf_k, window=opts.fusion_window)
+                           book_ids=opts.book_ids, rrf_k=opts.rrf_k, window=opts.fusion_window, keep=deep)
     if first.pinned:
         hits = _pinned(hits, first.pinned, opts.k)
-    if reranker is None and opts.expands:
-        reranker = CosineMix(conn, embedder, opts.rerank_dense, opts.rerank_terms)
-    if reranker is not None and opts.rerank_top > 1:
-        hits = rerank(hits, reranker, query, exp.terms, opts.rerank_top)
+    if opts.expands and opts.rerank_top > 1:
+        hits = rerank(hits, CosineMix(conn, embedder, opts.rerank_dense, opts.rerank_terms), query, exp.terms,
+                      opts.rerank_top)
     timings = {"expansion": exp.seconds, "retrieval": time.perf_counter() - t}
+    if deep:
+        t = time.perf_counter()
+        hits = rerank(hits, reranker, query, exp.terms, deep)[:opts.k]
+        timings["rerank"] = time.perf_counter() - t
     return SearchResult(query, opts.mode, hits, exp, timings)
 
 
