@@ -2,7 +2,7 @@
 source (zero exceptions), with no model (extractive) and with a real llama.cpp model.
 
     python bench/ask_grounding.py --db CORPUS.db --questions bench/fm4-25-11-questions.jsonl \
-        [--model F.gguf | --tiny] [--limit N]
+        [--model F.gguf | --model http://127.0.0.1:8080/v1 | --tiny] [--limit N | --spread N]
 
 --tiny writes the random-weight test model (tests/tinymodel.py) and constrains its answers with a
 grammar that mixes words with citation-like marks, valid and invalid ([S1]..[S19], [F3], (p. 45), [7],
@@ -53,12 +53,15 @@ def run(args) -> dict:
     from ragcli.store import db
     from ragcli.models import embed
     from ragcli.models.chat import Grammar
-    from ragcli.models.factory import load_model
+    from ragcli.config import model_settings
+    from ragcli.models.factory import from_settings, load_model
 
     conn = db.connect(Path(args.db), create=False)
     embedder = embed.get_embedder()
     questions = [json.loads(line) for line in open(args.questions, encoding="utf-8") if line.strip()]
     questions = questions[: args.limit] if args.limit else questions
+    if args.spread and args.spread < len(questions):  # N questions spread evenly over the file
+        questions = [questions[i * len(questions) // args.spread] for i in range(args.spread)]
     model, grammar = None, None
     if args.tiny:
         sys.path.insert(0, str(ROOT / "tests"))
@@ -66,8 +69,8 @@ def run(args) -> dict:
 
         path = write_tiny_gguf(Path(tempfile.mkdtemp()) / "tiny.gguf")
         model, grammar = load_model(path), Grammar(CITEY)
-    elif args.model:
-        model = load_model(args.model, n_ctx=args.ctx or None)
+    elif args.model:  # a GGUF run in process, or a server URL (as `ragcli ask --model` takes them)
+        model = from_settings(model_settings(path=args.model, n_ctx=args.ctx or None, threads=args.threads))
     stats = {"questions": 0, "status": {}, "citations": 0, "removed": 0, "invalid_in_output": 0,
              "uncited_labels_listed": 0, "timings": {}}
     for q in questions:
@@ -76,6 +79,8 @@ def run(args) -> dict:
                               max_tokens=200, evidence=True)  # every answer's claims assessed
         answer = ask.ask(conn, embedder, q["question"], model, opts)  # as `ragcli ask` does
         elapsed = time.perf_counter() - t0
+        print(f"{q.get('id')}: {answer.status}, {elapsed:.1f} s, prompt {answer.timings.get('prompt_tokens')} tokens, "
+              f"first token {answer.timings.get('first_token')}", file=sys.stderr, flush=True)
         labels = {s.label for s in answer.sources}
         stats["questions"] += 1
         stats["status"][answer.status] = stats["status"].get(answer.status, 0) + 1
@@ -103,7 +108,9 @@ def main() -> int:
     ap.add_argument("--tiny", action="store_true")
     ap.add_argument("--ctx", type=int, default=0)
     ap.add_argument("--book")
-    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--limit", type=int, default=0, help="the first N questions")
+    ap.add_argument("--spread", type=int, default=0, help="N questions spread evenly over the file")
+    ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (a GGUF in process)")
     args = ap.parse_args()
     stats = run(args)
     print(json.dumps(stats, indent=2))

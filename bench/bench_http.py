@@ -71,6 +71,30 @@ def ragcli_side(model, grammar: str, max_tokens: int) -> tuple[float, float, str
     return time.perf_counter() - t, first or 0.0, "".join(parts)
 
 
+def prompt_cache(model) -> None:
+    """The calls one process makes, as ask builds them: the question rewrite, another question's
+    rewrite (the same system prompt and worked examples), then an answer (issue 16's answer system
+    prompt of its own). The server's report of each call's cached prompt tokens (llama-server:
+    timings.cache_n; OpenAI-style servers: usage.prompt_tokens_details.cached_tokens)."""
+    from ragcli.answer import prompt
+    from ragcli.search.rewrite import rewrite_messages
+
+    calls = [("rewrite", rewrite_messages("how do I stop bleeding from a leg?", ["FM 4-25.11 First Aid"],
+                                                 ["tourniquet", "pressure dressing"])),
+             ("rewrite, another question", rewrite_messages("what are the signs of shock?",
+                                                                  ["FM 4-25.11 First Aid"], ["shock"])),
+             ("answer", [{"role": "system", "content": prompt.ANSWER_SYSTEM},
+                         {"role": "user", "content": prompt.answer_message(
+                             "how do I stop bleeding from a leg?", ["[S1] p. 12\nApply a tourniquet above the wound."])}])]
+    print("prompt cache, one process's calls in order:")
+    for what, messages in calls:
+        "".join(model.chat(messages, max_tokens=16, stream=True))
+        st = model.stats
+        cached = st.get("prompt_cached")
+        print(f"  {what}: prompt {st.get('prompt_tokens')} tokens, cached "
+              f"{cached if cached is not None else 'not reported by this server'}, evaluated {st.get('prompt_evaluated')}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", help="GGUF to serve (default: the tiny test model)")
@@ -115,6 +139,7 @@ def main() -> int:
             med[side] = statistics.median(r[0] for r in rows)
             print(f"| {side} | {med[side]:.3f} | {statistics.median(r[1] for r in rows):.3f} |")
         print(f"ratio ragcli / bare: {med['ragcli HttpChatModel'] / med['bare openai client']:.3f} (bar <= 1.1)")
+        prompt_cache(model)
     finally:
         if proc:
             proc.terminate()
