@@ -96,8 +96,13 @@ def run(args) -> dict:
         for key, value in split.items():
             if isinstance(value, (int, float)):
                 stats["timings"].setdefault(key, []).append(value)
-    stats["timings"] = {k: round(statistics.median(v), 4) for k, v in stats["timings"].items()}
-    return stats
+        if args.out:  # the figures so far, so that a run stopped at a deadline still reports
+            Path(args.out).write_text(json.dumps(_medians(stats), indent=2))
+    return _medians(stats)
+
+
+def _medians(stats: dict) -> dict:
+    return dict(stats, timings={k: round(statistics.median(v), 4) for k, v in stats["timings"].items()})
 
 
 def main() -> int:
@@ -111,6 +116,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0, help="the first N questions")
     ap.add_argument("--spread", type=int, default=0, help="N questions spread evenly over the file")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (a GGUF in process)")
+    ap.add_argument("--out", help="write the figures so far here after every question")
     args = ap.parse_args()
     stats = run(args)
     print(json.dumps(stats, indent=2))

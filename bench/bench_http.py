@@ -29,13 +29,13 @@ MESSAGES = [{"role": "system", "content": "You answer questions about books usin
                                         "[S2] Mannitol relaxes the brain.\n\nQuestion: what happens after the skull is cut?"}]
 
 
-def start_server(model: str, threads: int) -> tuple[subprocess.Popen, str]:
+def start_server(model: str, threads: int, extra: tuple = ()) -> tuple[subprocess.Popen, str]:
     from conftest_http import _die_with_parent, _wait_ready, free_port
 
     port = free_port()
     log = Path(tempfile.mkdtemp()) / "server.log"
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", model, "--host", "127.0.0.1",
-                             "--port", str(port), "--n_ctx", "2048", "--n_threads", str(threads)],
+                             "--port", str(port), "--n_ctx", "2048", "--n_threads", str(threads), *extra],
                             stdout=open(log, "w"), stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
     url = f"http://127.0.0.1:{port}/v1"
     _wait_ready(url, proc, log)
