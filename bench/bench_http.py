@@ -84,6 +84,8 @@ def prompt_cache(model) -> None:
              ("rewrite, another question", rewrite_messages("what are the signs of shock?",
                                                                   ["FM 4-25.11 First Aid"], ["shock"])),
              ("answer", [{"role": "system", "content": prompt.ANSWER_SYSTEM},
+                         {"role": "user", "content": prompt.ANSWER_EXAMPLE[0]},
+                         {"role": "assistant", "content": prompt.ANSWER_EXAMPLE[1]},
                          {"role": "user", "content": prompt.answer_message(
                              "how do I stop bleeding from a leg?", ["[S1] p. 12\nApply a tourniquet above the wound."])}])]
     print("prompt cache, one process's calls in order:")
