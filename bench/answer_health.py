@@ -4,7 +4,7 @@ compare the health checks with the labels when a labels file is given.
 
     python bench/answer_health.py --db fm.db --model qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \
         --questions bench/fm4-25-11-questions.jsonl --every 3 --limit 30 --out run.jsonl \
-        [--verify-every 3] [--topics "heat stroke,tourniquet"] [--k 4 --max-tokens 160 --ctx 2048]
+        [--verify-every 3] [--topics "heat stroke,tourniquet"] [--k 10 --max-tokens 256 --ctx 4096 --no-expand]
     python bench/answer_health.py --score run.jsonl --labels bench/answer_health_labels.jsonl
 
 Labels (one JSON object a line): {"id": "...", "model": "...", "label": "looping" | "echo" |
@@ -28,9 +28,41 @@ EXPECTED = {"looping": {"repetition"}, "echo": {"echo"}, "cut_off": {"truncated"
 ANY_FLAG = {"truncated", "repetition", "echo", "weak", "unsupported"}
 
 
+class _Recording:
+    """Keeps what each health monitor of a run saw: the model's raw pieces (before the monitor), the echo
+    patterns it matched, the model's stats and max_tokens; so the checks can be run again on the same
+    replies after a change to answer/health.py (`--score --recheck`), without running the model."""
+
+    def __init__(self):
+        from ragcli.answer import generate, health
+
+        self.replies: list[dict] = []
+        recording = self
+
+        class RecordingMonitor(health.Monitor):
+            def __init__(self, *a, **k):
+                super().__init__(*a, **k)
+                self.saved = {"patterns": list(self.echo.patterns), "pieces": []}
+                recording.replies.append(self.saved)
+
+            def feed(self, piece):
+                self.saved["pieces"].append(piece)
+                return super().feed(piece)
+
+            def warnings(self, stats, max_tokens):
+                self.saved.update(stats={k: v for k, v in (stats or {}).items() if isinstance(v, (int, float, str))},
+                                  max_tokens=max_tokens, stopped=self.stop)
+                return super().warnings(stats, max_tokens)
+
+        generate.health.Monitor = RecordingMonitor  # the generation loop builds its monitor by this name
+
+    def take(self) -> list[dict]:
+        out, self.replies = self.replies, []
+        return out
+
+
 def run(args) -> None:
     from ragcli import ask, summary
-    from ragcli.answer import grounding, health
     from ragcli.models import embed
     from ragcli.models.embed import MemoEmbedder
     from ragcli.models.factory import load_model
@@ -45,19 +77,22 @@ def run(args) -> None:
     out = open(args.out, "a", encoding="utf-8")
     done = {json.loads(line)["id"] for line in open(args.out, encoding="utf-8")} if Path(args.out).stat().st_size else set()
     name = Path(args.model).name
+    recording = _Recording()
     for i, q in enumerate(questions):
         verify = bool(args.verify_every) and i % args.verify_every == 0
         key = f"{name}:{q['id']}{':verify' if verify else ''}"
         if key in done:
             continue
         t = time.perf_counter()
-        opts = ask.AskOptions(k=args.k, max_tokens=args.max_tokens)
-        answer = ask.ask(conn, embedder, q["question"], model, opts)
-        grounding.assess(answer, embedder, model if verify else None)
-        health.finish(answer)
+        first: list[float] = []
+        opts = ask.AskOptions(k=args.k, max_tokens=args.max_tokens, verify=verify, expand=not args.no_expand)
+        answer = ask.ask(conn, embedder, q["question"], model, opts,  # claims, --verify, health: in the core
+                         on_text=lambda text: first or first.append(time.perf_counter() - t))
         row = {"id": key, "kind": "ask", "model": name, "question": q["question"], "verify": verify,
-               "seconds": round(time.perf_counter() - t, 1), **answer_data(answer)}
+               "seconds": round(time.perf_counter() - t, 1),
+               "first_text": round(first[0], 2) if first else None, **answer_data(answer)}
         row.pop("sources", None)
+        row["replies"] = recording.take()
         out.write(json.dumps(row, ensure_ascii=False) + "\n")
         out.flush()
         print(f"{key}: {answer.status} {[w.code for w in answer.warnings]} {row['seconds']}s", flush=True)
@@ -66,11 +101,20 @@ def run(args) -> None:
         if key in done:
             continue
         t = time.perf_counter()
-        s = summary.generate(conn, embedder, topic, model, summary.SummaryOptions(k=args.k + 2,
-                                                                                   max_tokens=args.max_tokens * 2))
+        first = []
+        try:
+            s = summary.generate(conn, embedder, topic, model,
+                                 summary.SummaryOptions(k=args.k, max_tokens=args.max_tokens * 2,
+                                                        expand=not args.no_expand),
+                                 on_text=lambda text: first or first.append(time.perf_counter() - t))
+            data = summary_data(s)
+        except Exception as exc:  # a summary cut short is refused (IncompleteReply): keep what was seen
+            data = {"error": f"{type(exc).__name__}: {exc}", "warnings": []}
         row = {"id": key, "kind": "summary", "model": name, "question": topic,
-               "seconds": round(time.perf_counter() - t, 1), **summary_data(s)}
+               "seconds": round(time.perf_counter() - t, 1),
+               "first_text": round(first[0], 2) if first else None, **data}
         row.pop("sources", None)
+        row["replies"] = recording.take()
         out.write(json.dumps(row, ensure_ascii=False) + "\n")
         out.flush()
         print(f"{key}: {[w['code'] for w in row['warnings']]} {row['seconds']}s", flush=True)
@@ -114,11 +158,12 @@ def main() -> None:
     p.add_argument("--questions", default=str(ROOT / "bench" / "fm4-25-11-questions.jsonl"))
     p.add_argument("--every", type=int, default=3)
     p.add_argument("--limit", type=int, default=30)
-    p.add_argument("--k", type=int, default=4)
-    p.add_argument("--max-tokens", type=int, default=160)
-    p.add_argument("--ctx", type=int, default=2048)
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--ctx", type=int, default=4096)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--verify-every", type=int, default=0)
+    p.add_argument("--no-expand", action="store_true", help="no book terms, no model rewrite (saves one model call)")
     p.add_argument("--topics")
     p.add_argument("--out")
     p.add_argument("--score", nargs="*")

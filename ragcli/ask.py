@@ -40,19 +40,19 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
         on_progress: Optional[Callable[[str, dict], None]] = None, reranker=None) -> Answer:
     """Answer `question` from the corpus, each claim assessed and the answer's health folded into its
     status. `on_text` receives validated text as it streams; `on_expanded` the expansion before
-    retrieval runs; `on_phase(name)` each step as it starts (rewrite or search, prompt, claims or
-    verify); `on_progress(event, info)` the model's own progress. `reranker`: a re-ranker model
-    for the search (search/model_rerank.py)."""
+    retrieval runs; `on_phase(name)` each step as it starts (expand, rewrite, search: search.pipeline's;
+    prompt, claims or verify); `on_progress(event, info)` the model's own progress. `reranker`: a
+    re-ranker model for the search (search/model_rerank.py)."""
     from ragcli.models.embed import MemoEmbedder
 
     opts = opts or AskOptions()
     phase = on_phase or (lambda *a, **k: None)
     if not isinstance(embedder, MemoEmbedder):
         embedder = MemoEmbedder(embedder)  # the answer and its claims share sentence vectors
-    phase("search" if model is None or not opts.expand else "rewrite")
     search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
                                 check_language=True, rerank_depth=opts.rerank_depth)
-    result = search(conn, embedder, question, search_opts, model=model, reranker=reranker, on_expanded=on_expanded)
+    result = search(conn, embedder, question, search_opts, model=model, reranker=reranker,
+                    on_expanded=on_expanded, on_phase=phase)
     timings: dict[str, float] = dict(result.timings)
     if result.language:
         return Answer(question, None, "", "no_context", [], [], [], timings=timings,

@@ -111,8 +111,7 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
     topic = " ".join(topic.split())
     search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
                                 check_language=True, rerank_depth=opts.rerank_depth)
-    phase("search" if model is None or not opts.expand else "rewrite")
-    result = search(conn, embedder, topic, search_opts, model=model, reranker=reranker)
+    result = search(conn, embedder, topic, search_opts, model=model, reranker=reranker, on_phase=phase)
     if result.language:
         raise NotFoundError(other_language_notice(result.language, "topic", "name it") + "; nothing saved")
     timings: dict[str, float] = dict(result.timings)

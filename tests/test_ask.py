@@ -109,6 +109,24 @@ def test_expansion_is_used_and_shown(conn, embedder):
     assert any("raniotomy" in s.hit.section_str for s in answer.sources)
 
 
+def test_phases_name_the_rewrite_and_the_search_apart(conn, embedder):
+    """The status line says "rewriting the question" while the model rewrites, "searching" while
+    retrieval runs: search.pipeline reports each step as it starts."""
+    model = FakeChatModel(["craniotomy bone flap dura opening", "It is a craniotomy [S1]."])
+    seen = []
+    ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions(),
+            on_phase=lambda name, **info: seen.append((name, len(model.calls))))
+    assert [name for name, _ in seen] == ["expand", "rewrite", "search", "prompt", "claims"]
+    calls = dict(seen)
+    assert calls["rewrite"] == 0 and calls["search"] == 1  # the rewrite runs between the two
+    assert calls["prompt"] == 1  # the answer's call comes after
+
+    seen.clear()
+    ask.ask(conn, embedder, "what happens after cutting the skull?", FakeChatModel(["It is [S1]."]),
+            ask.AskOptions(expand=False), on_phase=lambda name, **info: seen.append(name))
+    assert seen[:2] == ["search", "prompt"]  # no expansion, no rewrite: searching only
+
+
 def test_bad_rewrite_cannot_push_out_the_original_hits(conn, embedder):
     from ragcli.search.pipeline import SearchOptions, mode_for, search
 

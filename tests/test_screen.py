@@ -53,6 +53,35 @@ def test_a_looping_answer_is_stopped_and_flagged_in_json_and_in_words(corpus_db,
     assert "repeated itself" in said and "cut off" in said
 
 
+COLOUR = re.compile(r"\x1b\[([0-9;]*)m")
+
+
+def _colours(raw: str) -> list[str]:
+    """The colour parameters of every SGR sequence written (30-37, 38;..., 39, 40-49, 90-107)."""
+    found = []
+    for params in COLOUR.findall(raw):
+        codes = [int(p) for p in params.split(";") if p.isdigit()]
+        found += [str(c) for c in codes if 30 <= c <= 49 or 90 <= c <= 107]
+    return found
+
+
+def test_with_no_color_the_health_line_is_words_and_no_colour_is_written(corpus_db, tiny_gguf, tmp_path):
+    import os
+
+    grammar = _grammar(tmp_path, LOOP)
+    coloured = terminal.run(_ask(tiny_gguf, grammar), columns=80)
+    assert _colours(coloured.raw)  # the check below can fail: in colour, the health line is coloured
+    screen = terminal.run(_ask(tiny_gguf, grammar), columns=80, env={**os.environ, "NO_COLOR": "1"})
+    assert screen.returncode == 0, screen.screen
+    assert _colours(screen.raw) == [], sorted(set(_colours(screen.raw)))
+    lines = screen.text
+    answer = next(i for i, line in enumerate(lines) if "cool place" in line)
+    start = next(i for i in range(answer + 1, len(lines)) if lines[i].startswith(("warning:", "unsupported:")))
+    end = next(i for i in range(start, len(lines)) if not lines[i].strip())
+    said = " ".join(lines[start:end])  # the health line, wrapped at 80 columns
+    assert "repeated itself" in said and "cut off" in said, screen.screen  # in words, not in colour
+
+
 def test_an_echoed_prompt_line_never_reaches_the_answer_or_the_screen(corpus_db, tiny_gguf, tmp_path, cli):
     grammar = _forced(tmp_path, "The bone flap is lifted [S1].\nLabels you may cite: [S1], [S2]")
     res = cli(*_ask(tiny_gguf, grammar, "--json"))
@@ -82,6 +111,22 @@ def test_on_screen_no_invalid_label_warnings_after_the_answer_and_the_status_lin
     assert "prompt tokens" in screen.raw  # the status line named the phase (shorter ones may not render)
     assert not any(re.match(r"^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] ", line) or "prompt tokens" in line for line in lines)  # cleared
     assert all(len(line) <= 80 for line in lines)
+
+
+def _first(screen, needle: str) -> int:
+    return next((i for i, snap in enumerate(screen.snapshots) if any(needle in line for line in snap)), -1)
+
+
+def test_the_status_line_names_the_rewrite_then_the_search(corpus_db, tiny_gguf, tmp_path):
+    grammar = _forced(tmp_path, "The bone flap is lifted [S1].")
+    args = [a for a in _ask(tiny_gguf, grammar) if a != "--no-expand"]
+    args[1] = "why does the brain swell after an operation?"  # no book term: the model rewrites it
+    screen = terminal.run(args, columns=80)
+    assert screen.returncode == 0, screen.screen
+    rewriting, searching, reading = (_first(screen, s) for s in
+                                     ("rewriting the question…", "searching…", "prompt tokens"))
+    assert 0 <= rewriting < searching < reading, (rewriting, searching, reading)
+    assert not any(s in line for line in screen.text for s in ("rewriting", "searching…"))  # cleared
 
 
 def test_piped_stdout_is_plain_unwrapped_text(corpus_db, tiny_gguf, tmp_path):

@@ -23,7 +23,7 @@ re_words = re.compile(r"(\n|[ \t]+)")
 
 PHASES = {
     "expand": "finding the book's terms near the question",
-    "rewrite": "rewriting the question and searching",
+    "rewrite": "rewriting the question",
     "search": "searching",
     "prompt": "reading the prompt",
     "write": "writing",
@@ -49,6 +49,7 @@ class AnswerStream:
         self.started = time.perf_counter()
         self.first_text: Optional[float] = None  # seconds from start to the first visible text
         self._status = None
+        self._spinner = None
         self._text_open = False  # streamed text without its final newline yet
         self._line_start = True
         self._prefix = ""
@@ -94,12 +95,17 @@ class AnswerStream:
             self._text_open, self._line_start, self._col = False, True, 0
         from rich.markup import escape
 
+        from rich.live import Live
+        from rich.spinner import Spinner
+
         message = f"[dim]{escape(text)}…[/]"
-        if self._status is None:
-            self._status = self.err.status(message, spinner="dots")
+        if self._status is None:  # rich's Status, with a refresh at each change: a short phase is seen too
+            self._spinner = Spinner("dots", text=message, style="status.spinner")
+            self._status = Live(self._spinner, console=self.err, transient=True, refresh_per_second=12.5)
             self._status.start()
         else:
-            self._status.update(message)
+            self._spinner.update(text=message)
+        self._status.refresh()
 
     def clear(self) -> None:
         """Remove the status line (before text or a result is printed)."""

@@ -31,13 +31,16 @@ DENSE_FLOOR = 0.30
 
 def search(conn, embedder, query: str, opts: Optional[SearchOptions] = None, *, model=None,
            reranker: Optional[Reranker] = None,
-           on_expanded: Optional[Callable[[Expansion], None]] = None) -> SearchResult:
+           on_expanded: Optional[Callable[[Expansion], None]] = None,
+           on_phase: Optional[Callable[[str], None]] = None) -> SearchResult:
     """Search the corpus. `model`: a chat model for the rewrite (expanding modes only);
     `reranker` (a re-ranker model, search/model_rerank.py): re-orders the first max(k, rerank_depth)
     hits after the mode's own re-rank (expanding modes: the cosine mix), in any mode; the first k are
-    returned. `on_expanded` receives the expansion before the legs run. `embedder` may be None in
-    lexical mode."""
+    returned. `on_expanded` receives the expansion before the legs run; `on_phase(name)` each step as
+    it starts: "expand" (the book's terms), "rewrite" (the model rewrites the question), "search" (the
+    legs, fusion, re-rank). `embedder` may be None in lexical mode."""
     opts = opts or SearchOptions()
+    phase = on_phase or (lambda name: None)
     check_scope(conn, opts.book_ids)
     if opts.check_language:
         other = language.other_language(query, lambda w: store.term_in_corpus(conn, w))
@@ -45,7 +48,10 @@ def search(conn, embedder, query: str, opts: Optional[SearchOptions] = None, *, 
             return SearchResult(query, opts.mode, [], language=other)
     if not query.strip():
         raise UsageError("the query is empty")
-    exp, extra = _expand(conn, embedder, query, opts, model)
+    if opts.expands:
+        phase("expand")
+    exp, extra = _expand(conn, embedder, query, opts, model, phase)
+    phase("search")
     if on_expanded:
         on_expanded(exp)
     t = time.perf_counter()
@@ -69,7 +75,8 @@ def search(conn, embedder, query: str, opts: Optional[SearchOptions] = None, *, 
     return SearchResult(query, opts.mode, hits, exp, timings)
 
 
-def _expand(conn, embedder, query: str, opts: SearchOptions, model) -> tuple[Expansion, list[legs.Query]]:
+def _expand(conn, embedder, query: str, opts: SearchOptions, model,
+            phase: Callable[[str], None]) -> tuple[Expansion, list[legs.Query]]:
     """The book's terms as an extra lexical query and, with a model, its rewrite as one more query
     (both legs) unless the question already is a book term."""
     if not opts.expands:
@@ -78,6 +85,7 @@ def _expand(conn, embedder, query: str, opts: SearchOptions, model) -> tuple[Exp
     cands, terms, extra = expansion.expand(conn, embedder, query, opts)
     text = None
     if model is not None and not expansion.in_book_words(cands):
+        phase("rewrite")
         text = model_rewrite(conn, embedder, model, query, terms, opts.book_ids)
     if text:
         extra.append(legs.Query(text, weight=opts.rewrite_weight))
