@@ -60,6 +60,30 @@ def test_echoed_prompt_lines_are_removed_as_they_stream():
     assert len(echo.removed) == 3
 
 
+def test_a_header_or_the_question_copied_after_a_label_of_the_models_own_is_an_echo():
+    # what the real Qwen2.5-Coder 0.5B wrote (bench/answer_health.py on FM 4-25.11)
+    hit = Hit(1, "passage", "fm", "FIRST AID", ["Chapter 2", "Mouth-to-Mouth Method"], 29, 29, "2-7", "text")
+    question = "A deep gash on his leg is still pouring blood after I put a bandage on. Should I push on it?"
+    echo = health.EchoFilter(health.echo_patterns([Source("S1", hit)], "", question))
+    text = ("[2-7] Mouth-to-Mouth Method, p. 2-7\nIn this method you inflate the lungs [S1].\n"
+            "[Passage S1] A deep gash on his leg is still pouring blood after I put a bandage on. Should I push on it?\n"
+            "[S1] Pinch the nostrils together.\nMouth-to-mouth method: seal the mouth [S1].")
+    out = _fed(echo, text, 2) + echo.flush()
+    assert out == ("In this method you inflate the lungs [S1].\n[S1] Pinch the nostrils together.\n"
+                   "Mouth-to-mouth method: seal the mouth [S1].")
+    assert len(echo.removed) == 2
+    echo = health.EchoFilter(health.echo_patterns([], "", "A soldier's arm was blown off but the stump isn't bleeding."))
+    assert _fed(echo, "[2-18] The soldier's arm was blown off but the stump isn't bleeding.", 3) + echo.flush() == ""
+    echo = health.EchoFilter(health.echo_patterns([], "", "His intestines are spilling out of a belly wound."))
+    assert _fed(echo, "[Passage 3-7] The intestines are spilling out of a belly wound.", 3) + echo.flush() == ""
+
+
+def test_a_short_question_or_topic_is_no_echo_pattern():
+    patterns = health.echo_patterns([], "", "heat stroke")
+    echo = health.EchoFilter(patterns)
+    assert _fed(echo, "Heat stroke is an emergency [S1].", 1) + echo.flush() == "Heat stroke is an emergency [S1]."
+
+
 def test_text_that_only_starts_like_the_prompt_is_kept():
     echo = health.EchoFilter(health.echo_patterns([], ""))
     text = "Questions about shock: keep him warm [S1].\nLabels on the kit show the date [S2]."

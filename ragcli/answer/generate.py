@@ -40,7 +40,7 @@ def generate(model, question: str, sources: list[Source], *, max_tokens: int,
     budget = model.context_size - max_tokens - ANSWER_TOKENS_RESERVE
     p = prompt.build(question, sources, model.count_tokens, budget, instruction=instruction)
     stream = citations.StreamFilter({s.label for s in p.sources}, *prompt.reference_maps(p.sources))
-    monitor = health.Monitor(p.sources, system_prompt=p.messages[0]["content"])
+    monitor = health.Monitor(p.sources, system_prompt=p.messages[0]["content"], question=question)
     pieces: list[str] = []
     timings: dict = {}
     t = time.perf_counter()

@@ -47,6 +47,14 @@ ECHO_LINE_STARTS = ("context:", "question:", "passages:", "labels you may cite",
                     "task: check each numbered claim", "rules for every task")
 UNFINISHED = ("truncated", "repetition", "stream_cut")
 ECHO_PREFIX = 36  # characters of a source header or a system prompt line that identify it
+QUESTION_MIN_CHARS = 30  # a question this long, copied at a line start, is an echo
+# A label-like token at a line start ("[S1]", "[2-7]", "[Passage S1]"): the real Qwen2.5-Coder 0.5B
+# copied source headers and the question after a label of its own making.
+LABEL_AT_START = re.compile(r"^\[[^\]\n]{1,16}\]\s*")
+# The question copied with its first word changed ("A soldier's arm" -> "The soldier's arm", "His
+# intestines" -> "The intestines"): both sides are compared without a leading article or possessive.
+ARTICLE_AT_START = re.compile(r"^(a|an|the|his|her|my|your|their|our|this|that) ", re.I)
+LABEL_MAX = 18  # characters of an unclosed "[..." held at a line start while it could be such a token
 
 
 def _norm(text: str) -> str:
@@ -132,10 +140,18 @@ class EchoFilter:
         self._buf += ch
         if self._line_start:
             head = self._buf.lstrip(" \t-*•>#").lower()
-            if head and any(head.startswith(p) for p in self.patterns):
+            heads = [head]
+            if head.startswith("["):  # also the line without a label-like token of the model's own
+                bare = LABEL_AT_START.sub("", head, count=1)
+                if bare != head:
+                    heads.append(bare)
+                elif "]" not in head and len(head) < LABEL_MAX:
+                    heads.append("")  # the token is not closed yet
+            heads += [ARTICLE_AT_START.sub("", h, count=1) for h in heads if ARTICLE_AT_START.match(h)]
+            if head and any(h and h.startswith(p) for h in heads for p in self.patterns):
                 self._drop(self._buf, ch)
                 return
-            if ch != "\n" and (not head or any(p.startswith(head) for p in self.patterns)):
+            if ch != "\n" and (not head or any(not h or p.startswith(h) for h in heads for p in self.patterns)):
                 return  # could still be an echo: hold
             self._line_start = False
         low = self._buf.lower()
@@ -162,17 +178,30 @@ class EchoFilter:
             self._dropping = True
 
 
-def echo_patterns(sources: Sequence[Source], system_prompt: str = "") -> list[str]:
-    """What a copied prompt line starts with: the fixed lines, each source's header, the system
-    prompt's lines."""
+def echo_patterns(sources: Sequence[Source], system_prompt: str = "", question: str = "") -> list[str]:
+    """What a copied prompt line starts with: the fixed lines, each source's header (with its label,
+    and whole without it), the system prompt's lines, the question."""
     from ragcli.answer.prompt import answer_header, source_header
 
+    headers = [header(s) for s in sources for header in (source_header, answer_header)]
+    return patterns_from(headers, system_prompt, question)
+
+
+def patterns_from(headers: Sequence[str], system_prompt: str = "", question: str = "") -> list[str]:
+    """`echo_patterns` from the prompt's own strings (bench/answer_health.py --recheck uses it too).
+    A header without its label is kept whole (a line must copy all of it, page included, so an answer
+    that starts with a section's name is not taken for one); so is the question, when it is long
+    enough that an answer line starting with all of it can only be a copy."""
     out = list(ECHO_LINE_STARTS)
-    out += [header(s)[:ECHO_PREFIX] for s in sources for header in (source_header, answer_header)]
+    out += [h[:ECHO_PREFIX] for h in headers]
+    out += [bare for h in headers if (bare := LABEL_AT_START.sub("", h, count=1)) != h and len(bare) >= 12]
     for line in system_prompt.splitlines():
         line = line.strip().lstrip("- ").strip()
         if len(line) >= 20:
             out.append(line[:ECHO_PREFIX])
+    question = ARTICLE_AT_START.sub("", " ".join(question.split()).lower(), count=1)
+    if len(question) >= QUESTION_MIN_CHARS and len(question.split()) >= SENTENCE_MIN_WORDS:
+        out.append(question)
     return out
 
 
@@ -180,10 +209,10 @@ class Monitor:
     """The generation loop's health check: `feed(raw piece) -> text to pass on`; `stop` once the
     model loops; `flush()` at the end."""
 
-    def __init__(self, sources: Sequence[Source] = (), system_prompt: Optional[str] = None):
+    def __init__(self, sources: Sequence[Source] = (), system_prompt: Optional[str] = None, question: str = ""):
         if system_prompt is None:
             from ragcli.answer.prompt import SYSTEM_PROMPT as system_prompt
-        self.echo = EchoFilter(echo_patterns(sources, system_prompt))
+        self.echo = EchoFilter(echo_patterns(sources, system_prompt, question))
         self.loop = LoopDetector()
 
     @property
