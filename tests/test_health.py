@@ -25,6 +25,25 @@ def test_a_short_stretch_repeated_many_times_is_a_loop():
     assert loop.looping
 
 
+def test_a_sentence_twice_then_cut_by_the_token_limit_in_its_third_copy_is_a_loop():
+    # the real Qwen2.5-Coder 0.5B (bench/answer_health.py, FM 4-25.11 lay-40), cut at 160 tokens
+    text = ("[Passage S1] The steps to take: Check for responsiveness and call for help.\n"
+            "[Passage S2] The steps to take: Place the casualty on his back, face up, turn him as a unit.\n"
+            "[Passage S3] The steps to take: Place the casualty on his back, face up, turn him as a unit.\n"
+            "[Passage S4] The steps to take: Place the casualty on his back, face up, turn")
+    monitor = health.Monitor([], "")
+    _fed(monitor, text, 4)
+    assert not monitor.stop  # two copies while it streamed
+    monitor.flush()
+    assert monitor.stop
+    codes = [w.code for w in monitor.warnings({"finish_reason": "length", "generated_tokens": 160}, 160)]
+    assert codes == ["repetition", "truncated"]
+    once = health.Monitor([], "")  # a sentence written once and cut is only cut off
+    _fed(once, "Place the casualty on his back, face up, and call out for help.\nPlace the casualty on his back", 4)
+    once.flush()
+    assert not once.stop
+
+
 def test_ordinary_answers_and_lists_are_not_loops():
     answers = [
         "Apply a tourniquet 2 inches above the wound [S1]. Tighten it until the bleeding stops [S2]. "

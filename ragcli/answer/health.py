@@ -83,6 +83,20 @@ class LoopDetector:
             self._check_sentences()
         return self.looping
 
+    def finish(self) -> bool:
+        """At the end of the reply: its last sentence (no sentence end after it yet) counts too, and
+        when it is cut short (max_tokens) a start of a sentence already written twice counts as a
+        third copy: the model was looping when the limit stopped it."""
+        if self.looping:
+            return True
+        tail = re.sub(r"^[\W\d]+", "", self.norm[self._done:]).strip(" .")
+        if len(tail.split()) >= SENTENCE_MIN_WORDS:
+            copies = max((n for key, n in self._sentences.items() if key == tail or key.startswith(tail)), default=0)
+            if copies + 1 >= SENTENCE_MAX_COPIES:
+                self.looping = True
+                self.reason = f"one sentence came {copies + 1} times"
+        return self.looping
+
     def _check_tail(self) -> None:
         period = _looping_period(self.norm.rstrip())
         if period:
@@ -224,6 +238,7 @@ class Monitor:
         return self.echo.feed(piece)
 
     def flush(self) -> str:
+        self.loop.finish()
         return self.echo.flush()
 
     def warnings(self, stats: Optional[dict], max_tokens: int) -> list[HealthWarning]:
@@ -236,7 +251,11 @@ def generation_warnings(stats: dict, max_tokens: int, looped: bool, echoes: Sequ
     out: list[HealthWarning] = []
     reason = stats.get("finish_reason")
     generated = stats.get("generated_tokens")
-    if looped:
+    if looped and reason == "length":  # the token limit stopped it while it looped
+        out.append(HealthWarning("repetition", "the model repeated itself; the repeated sentences were dropped"))
+        out.append(HealthWarning("truncated", f"the answer is cut off at the {max_tokens}-token limit "
+                                 f"(--max-tokens) while the model looped"))
+    elif looped:
         out.append(HealthWarning("repetition", "the model repeated itself; generation was stopped and the "
                                  "repeated sentences were dropped"))
         out.append(HealthWarning("truncated", "the answer is cut off: the model was stopped while looping"))
