@@ -38,6 +38,11 @@ def test_a_sentence_twice_then_cut_by_the_token_limit_in_its_third_copy_is_a_loo
     assert monitor.stop
     codes = [w.code for w in monitor.warnings({"finish_reason": "length", "generated_tokens": 160}, 160)]
     assert codes == ["repetition", "truncated"]
+    inside = health.Monitor([], "")  # the copies may sit inside longer sentences (lay-85)
+    _fed(inside, "If he is lying face down, do not put anything under any part of his body. b. Do not put "
+                 "anything under any part of his body. Figure 4-28. b. Do not put anything under", 4)
+    inside.flush()
+    assert inside.stop
     once = health.Monitor([], "")  # a sentence written once and cut is only cut off
     _fed(once, "Place the casualty on his back, face up, and call out for help.\nPlace the casualty on his back", 4)
     once.flush()
@@ -81,7 +86,7 @@ def test_echoed_prompt_lines_are_removed_as_they_stream():
 
 def test_a_header_or_the_question_copied_after_a_label_of_the_models_own_is_an_echo():
     # what the real Qwen2.5-Coder 0.5B wrote (bench/answer_health.py on FM 4-25.11)
-    hit = Hit(1, "passage", "fm", "FIRST AID", ["Chapter 2", "Mouth-to-Mouth Method"], 29, 29, "2-7", "text")
+    hit = Hit(1, "passage", "fm", "FIRST AID", ["Chapter 2", "2-7. Mouth-to-Mouth Method"], 29, 29, "2-7", "text")
     question = "A deep gash on his leg is still pouring blood after I put a bandage on. Should I push on it?"
     echo = health.EchoFilter(health.echo_patterns([Source("S1", hit)], "", question))
     text = ("[2-7] Mouth-to-Mouth Method, p. 2-7\nIn this method you inflate the lungs [S1].\n"

@@ -54,7 +54,8 @@ LABEL_AT_START = re.compile(r"^\[[^\]\n]{1,16}\]\s*")
 # The question copied with its first word changed ("A soldier's arm" -> "The soldier's arm", "His
 # intestines" -> "The intestines"): both sides are compared without a leading article or possessive.
 ARTICLE_AT_START = re.compile(r"^(a|an|the|his|her|my|your|their|our|this|that) ", re.I)
-LABEL_MAX = 18  # characters of an unclosed "[..." held at a line start while it could be such a token
+LABEL_MAX = 18
+PARAGRAPH_NUMBER = re.compile(r"^\d+-\d+\.\s+")  # FM style "2-7. " before a section's name  # characters of an unclosed "[..." held at a line start while it could be such a token
 
 
 def _norm(text: str) -> str:
@@ -91,7 +92,7 @@ class LoopDetector:
             return True
         tail = re.sub(r"^[\W\d]+", "", self.norm[self._done:]).strip(" .")
         if len(tail.split()) >= SENTENCE_MIN_WORDS:
-            copies = max((n for key, n in self._sentences.items() if key == tail or key.startswith(tail)), default=0)
+            copies = self.norm[:len(self.norm) - len(tail)].count(tail)  # earlier, inside longer sentences too
             if copies + 1 >= SENTENCE_MAX_COPIES:
                 self.looping = True
                 self.reason = f"one sentence came {copies + 1} times"
@@ -208,7 +209,10 @@ def patterns_from(headers: Sequence[str], system_prompt: str = "", question: str
     enough that an answer line starting with all of it can only be a copy."""
     out = list(ECHO_LINE_STARTS)
     out += [h[:ECHO_PREFIX] for h in headers]
-    out += [bare for h in headers if (bare := LABEL_AT_START.sub("", h, count=1)) != h and len(bare) >= 12]
+    for h in headers:  # without the label, and without the paragraph number the 0.5B moved into it
+        bare = LABEL_AT_START.sub("", h, count=1)
+        if bare != h:
+            out += [b for b in dict.fromkeys((bare, PARAGRAPH_NUMBER.sub("", bare, count=1))) if len(b) >= 12]
     for line in system_prompt.splitlines():
         line = line.strip().lstrip("- ").strip()
         if len(line) >= 20:
