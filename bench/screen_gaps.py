@@ -3,7 +3,7 @@ longest gap between two updates of the terminal (status line or text), the time 
 update and to the first answer text, and what was on screen before the longest gap.
 
     python bench/screen_gaps.py --db fm.db --model M.gguf --questions bench/fm4-25-11-questions.jsonl \
-        --limit 3 [--k 4 --max-tokens 160 --ctx 2048]
+        --limit 3 [--k 4 --max-tokens 160 --ctx 4096 --threads 1]
 
 The gap is measured between two writes to the terminal (the spinner redraws count: they show the
 phase is alive); the start-up (process start to the first write: Python and its imports) and the
@@ -32,7 +32,7 @@ def main() -> None:
     p.add_argument("--limit", type=int, default=3)
     p.add_argument("--k", type=int, default=4)
     p.add_argument("--max-tokens", type=int, default=160)
-    p.add_argument("--ctx", type=int, default=2048)
+    p.add_argument("--ctx", type=int, default=4096)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--verify", action="store_true")
     args = p.parse_args()
@@ -53,8 +53,8 @@ def main() -> None:
         gaps = [(b - a, i) for i, (a, b) in enumerate(zip(times, times[1:]))]
         gap, at = max(gaps) if gaps else (0.0, 0)
         first_text = next((t for (t, c), snap in zip(s.chunks, s.snapshots)
-                           if any(line and not line.strip().endswith("…") and "book terms" not in line
-                                  and "rewritten" not in line for line in snap)), None)
+                           if any(line.strip() and not re.match(r"^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] ", line)  # not the status line
+                                  and "book terms" not in line and "rewritten" not in line for line in snap)), None)
         row = {"id": q["id"], "rc": s.returncode, "elapsed": round(s.elapsed, 1),
                "start_up": round(times[0], 2) if times else None,
                "first_text": round(first_text, 1) if first_text else None,
