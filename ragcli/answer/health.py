@@ -54,8 +54,8 @@ LABEL_AT_START = re.compile(r"^\[[^\]\n]{1,16}\]\s*")
 # The question copied with its first word changed ("A soldier's arm" -> "The soldier's arm", "His
 # intestines" -> "The intestines"): both sides are compared without a leading article or possessive.
 ARTICLE_AT_START = re.compile(r"^(a|an|the|his|her|my|your|their|our|this|that) ", re.I)
-LABEL_MAX = 18
-PARAGRAPH_NUMBER = re.compile(r"^\d+-\d+\.\s+")  # FM style "2-7. " before a section's name  # characters of an unclosed "[..." held at a line start while it could be such a token
+LABEL_MAX = 18  # characters of an unclosed "[..." held at a line start while it could be such a token
+PARAGRAPH_NUMBER = re.compile(r"^\d+-\d+\.\s+")  # FM style "2-7. " before a section's name
 
 
 def _norm(text: str) -> str:

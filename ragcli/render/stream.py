@@ -93,9 +93,8 @@ class AnswerStream:
             self._flush_word()
             self.console.print()
             self._text_open, self._line_start, self._col = False, True, 0
-        from rich.markup import escape
-
         from rich.live import Live
+        from rich.markup import escape
         from rich.spinner import Spinner
 
         message = f"[dim]{escape(text)}…[/]"
