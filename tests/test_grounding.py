@@ -77,6 +77,16 @@ def test_a_label_ending_a_paragraph_covers_its_uncited_sentences(corpus, nimodip
     assert got[1][2].flagged_citations == ["S1"]
 
 
+def test_a_label_opening_a_paragraph_covers_the_sentences_after_it(corpus, nimodipine_sources):
+    """Labels first (as small models write when they copy a passage): each label covers the sentences
+    up to the next one, each checked."""
+    _, _, embedder = corpus
+    text = ("[S1] Nimodipine 60 mg is given every 4 hours for 21 days. "
+            "The femur is the longest bone of the leg.")
+    got = levels(text, nimodipine_sources, embedder)
+    assert [(g[2].citations, g[1]) for g in got] == [(["S1"], "supported"), (["S1"], "unsupported")]
+
+
 def test_wrong_number_is_never_supported(corpus, nimodipine_sources):
     _, _, embedder = corpus
     got = levels("Nimodipine 90 mg is given every 4 hours for 21 days [S1].", nimodipine_sources, embedder)

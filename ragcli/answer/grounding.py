@@ -14,7 +14,7 @@ from typing import Optional
 
 from ragcli.answer import support
 from ragcli.answer.citations import neutralise
-from ragcli.answer.claims import attach_citations, split_claims
+from ragcli.answer.claims import attach_citations, labels_lead, segment, split_claims
 from ragcli.text import sentences as split_sentences_plain
 from ragcli.answer.prompt import SYSTEM_PROMPT
 from ragcli.answer.refusal import is_refusal_sentence
@@ -37,7 +37,7 @@ def score(answer_text: str, sources: list[Source], embedder) -> list[Claim]:
     for paragraph in _PARAGRAPH_BREAK.split(answer_text):
         parsed = attach_citations(split_claims(paragraph))
         claims += _inherit_labels([Claim(text=t, citations=[lab for lab in labels if lab in by_label])
-                                   for t, labels in parsed])
+                                   for t, labels in parsed], labels_first=labels_lead(segment(paragraph)))
     todo = [c for c in claims if c.citations and is_factual(c.text)]
     sentences = {lab: split_sentences_plain(by_label[lab].hit.text) for c in todo for lab in c.citations}
     results = support.score_claims([(c.text, [sentences[lab] for lab in c.citations]) for c in todo],
@@ -55,17 +55,19 @@ def score(answer_text: str, sources: list[Source], embedder) -> list[Claim]:
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
 
-def _inherit_labels(claims: list[Claim]) -> list[Claim]:
+def _inherit_labels(claims: list[Claim], labels_first: bool = False) -> list[Claim]:
     """A label that ends a run of sentences covers the run, as a citation at the end of a paragraph
     does in print: an uncited factual sentence takes the labels of the next cited sentence of its
-    paragraph. Each is then checked against those passages like any other claim, so a sentence the
-    passage does not back is flagged, not waved through."""
-    following: list[str] = []
-    for claim in reversed(claims):
+    paragraph. In a paragraph that puts its labels first ("[S1] Copied sentence. Another one."), a
+    label covers the sentences after it, up to the next label. Each is then checked against those
+    passages like any other claim, so a sentence the passage does not back is flagged, not waved
+    through."""
+    current: list[str] = []
+    for claim in (claims if labels_first else reversed(claims)):
         if claim.citations:
-            following = claim.citations
-        elif following and is_factual(claim.text):
-            claim.citations = list(following)
+            current = claim.citations
+        elif current and is_factual(claim.text):
+            claim.citations = list(current)
     return claims
 
 
