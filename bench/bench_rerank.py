@@ -2,6 +2,7 @@
 beside a re-ranker's order and their reciprocal-rank fusion at several k.
 
     python bench/bench_rerank.py --db fm.db --rerank llm --model qwen2.5-coder-0.5b.gguf [--every 4]
+    python bench/bench_rerank.py --db fm.db --rerank llm --model http://127.0.0.1:8080/v1 --every 38
     python bench/bench_rerank.py --db fm.db --rerank bge-reranker-v2-m3-q8_0.gguf
     python bench/bench_rerank.py --db fm.db --rerank http://127.0.0.1:8012/v1
 
@@ -38,7 +39,8 @@ def main() -> int:
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from ragcli.models import embed
-    from ragcli.models.factory import load_model
+    from ragcli.config import model_settings
+    from ragcli.models.factory import from_settings
     from ragcli.models.rerank import load_reranker
     from ragcli.store import db
 
@@ -48,7 +50,7 @@ def main() -> int:
     known = [r[0] for r in conn.execute("SELECT id FROM books")]
     for q in queries:
         q.book = evaluate.resolve_book(q.book, known)
-    chat = load_model(args.model, threads=args.threads) if args.model else None
+    chat = from_settings(model_settings(path=args.model, threads=args.threads)) if args.model else None  # GGUF or URL
     reranker = load_reranker(args.rerank, chat, batch=args.batch)
     cache_path = args.cache or args.db.with_suffix(f".rerank-{Path(args.rerank).stem}.json")
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
