@@ -96,11 +96,7 @@ def run(args) -> None:
         row = {"id": key, "kind": "ask", "model": name, "question": q["question"], "verify": verify,
                "seconds": round(time.perf_counter() - t, 1),
                "first_text": round(first[0], 2) if first else None, **answer_data(answer)}
-        row.pop("sources", None)
-        row["model_params"], row["model"] = row.get("model"), name  # answer_data's "model" is the params
-        row["replies"] = recording.take()
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
-        out.flush()
+        _write(out, row, name, recording)
         print(f"{key}: {answer.status} {[w.code for w in answer.warnings]} {row['seconds']}s", flush=True)
     for topic in [t.strip() for t in (args.topics or "").split(",") if t.strip()]:
         key = f"{name}:summary:{topic}"
@@ -119,12 +115,18 @@ def run(args) -> None:
         row = {"id": key, "kind": "summary", "model": name, "question": topic,
                "seconds": round(time.perf_counter() - t, 1),
                "first_text": round(first[0], 2) if first else None, **data}
-        row.pop("sources", None)
-        row["model_params"], row["model"] = row.get("model"), name  # answer_data's "model" is the params
-        row["replies"] = recording.take()
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
-        out.flush()
+        _write(out, row, name, recording)
         print(f"{key}: {[w['code'] for w in row['warnings']]} {row['seconds']}s", flush=True)
+
+
+def _write(out, row: dict, name: str, recording) -> None:
+    """One record: the passages dropped, the model named (answer_data's "model" is the params), the
+    model's raw replies kept."""
+    row.pop("sources", None)
+    row["model_params"], row["model"] = row.get("model"), name
+    row["replies"] = recording.take()
+    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    out.flush()
 
 
 def recheck(row: dict) -> set[str]:
