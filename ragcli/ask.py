@@ -80,8 +80,7 @@ def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_
     timings.update(gen.timings)
     shown = gen.prompt.sources  # the passages listed: those of the first prompt
     attempts = 1
-    refused = refusal.is_refusal(gen.text)
-    if refused and refusal.deserves_second_chance(sources):
+    if refusal.is_refusal(gen.text) and refusal.deserves_second_chance(sources):
         top = [s for s in sources if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
         if on_text:
             on_text("\n")
@@ -92,10 +91,9 @@ def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_
         attempts = 2
         timings["generation"] = timings.get("generation", 0.0) + second.timings.get("generation", 0.0)
         timings["second_chance_prompt_tokens"] = second.timings.get("prompt_tokens")
-        if not refusal.is_refusal(second.text):
-            gen, refused = second, False
+        gen = second if not refusal.is_refusal(second.text) else gen
     notice = None
-    if refused:
+    if refusal.is_refusal(gen.text):
         status = "no_answer"
         notice = "the passages do not seem to answer this; the nearest passages are listed"
     else:
