@@ -13,12 +13,33 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+
+
+SPINNER = re.compile(r"^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] ")  # the status line
+
+
+def _first_text(s):
+    """Seconds to the first answer text: the first screen with a line that is neither the status line
+    nor on screen when the model started reading its prompt (the dimmed rewrite and book terms,
+    wrapped over several lines at 80 columns)."""
+    baseline = None
+    for (t, _), snap in zip(s.chunks, s.snapshots):
+        lines = {line.strip() for line in snap if line.strip() and not SPINNER.match(line)}
+        if baseline is None:
+            if any(SPINNER.match(line) and ("prompt tokens" in line or "reading the prompt" in line
+                                            or "writing" in line) for line in snap):
+                baseline = lines
+            continue
+        if lines - baseline:
+            return t
+    return None
 
 
 def main() -> None:
@@ -47,23 +68,26 @@ def main() -> None:
                "--max-tokens", str(args.max_tokens), "--ctx", str(args.ctx), "--threads", str(args.threads)]
         if args.verify:
             cmd.append("--verify")
+        load = os.getloadavg()[0]
         s = terminal.run(cmd, columns=80)
         times = [t for t, _ in s.chunks]
         texts = [re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", c) for _, c in s.chunks]
         gaps = [(b - a, i) for i, (a, b) in enumerate(zip(times, times[1:]))]
         gap, at = max(gaps) if gaps else (0.0, 0)
-        first_text = next((t for (t, c), snap in zip(s.chunks, s.snapshots)
-                           if any(line.strip() and not re.match(r"^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] ", line)  # not the status line
-                                  and "book terms" not in line and "rewritten" not in line for line in snap)), None)
-        row = {"id": q["id"], "rc": s.returncode, "elapsed": round(s.elapsed, 1),
+        first_text = _first_text(s)
+        row = {"id": q["id"], "rc": s.returncode, "load": round(load, 2), "elapsed": round(s.elapsed, 1),
                "start_up": round(times[0], 2) if times else None,
                "first_text": round(first_text, 1) if first_text else None,
                "longest_gap": round(gap, 2),
+               "gap_at": round(times[at], 1) if times else None,
+               "gap_status": next((line.strip() for line in (s.snapshots[at] if s.snapshots else [])
+                                   if SPINNER.match(line)), "(no status line)"),
                "gap_after": texts[at][-50:] if texts else "", "gap_before": texts[at + 1][:50] if texts else "",
                "exit_after_last_update": round(s.elapsed - times[-1], 2) if times else None}
         rows.append(row)
         print(json.dumps(row, ensure_ascii=False), flush=True)
     print("longest gap between two terminal updates over all runs:", max(r["longest_gap"] for r in rows),
+          "s | load average (1 min) at the starts:", min(r["load"] for r in rows), "-", max(r["load"] for r in rows),
           "s | start-up to the first update: up to", max(r["start_up"] or 0 for r in rows), "s")
 
 

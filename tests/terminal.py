@@ -50,7 +50,8 @@ class Screen:
 
 
 def run(args, columns: int = 80, rows: int = 200, pipe_stdout: bool = False, env: dict | None = None,
-        timeout: float = 600) -> Screen:
+        timeout: float = 600, module: str | None = "ragcli") -> Screen:
+    """`python -m ragcli ARGS` in the pseudo-terminal; module=None runs `python ARGS` (e.g. ["-c", code])."""
     import pyte
 
     master, slave = os.openpty()
@@ -58,7 +59,8 @@ def run(args, columns: int = 80, rows: int = 200, pipe_stdout: bool = False, env
     environment = dict(env if env is not None else os.environ)
     environment.update(COLUMNS=str(columns), LINES=str(rows), TERM="xterm-256color")
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "ragcli", *map(str, args)], stdin=slave,
+    command = [sys.executable, *(["-m", module] if module else []), *map(str, args)]
+    proc = subprocess.Popen(command, stdin=slave,
                             stdout=subprocess.PIPE if pipe_stdout else slave, stderr=slave, cwd=ROOT,
                             env=environment, close_fds=True, start_new_session=True)
     os.close(slave)

@@ -161,3 +161,32 @@ def test_books_shows_full_ids_at_80_columns(corpus_db):
     assert screen.returncode == 0
     for book_id in ("primer", "faa", "malawi", "heart"):
         assert any(re.search(rf"(^|\s){book_id}(\s|$)", line) for line in screen.text), screen.screen
+
+
+SILENCED_LOAD = """
+import time
+from llama_cpp._utils import suppress_stdout_stderr
+from ragcli.render.console import status
+from ragcli.render.stream import AnswerStream
+with status("loading the model"):
+    time.sleep(0.3)
+    with suppress_stdout_stderr(disable=False):  # what llama-cpp-python does while llama.cpp loads
+        time.sleep(3)
+stream = AnswerStream(live=True)
+stream.phase("search")
+with suppress_stdout_stderr(disable=False):
+    time.sleep(3)
+stream.clear()
+"""
+
+
+def test_the_status_line_turns_while_a_library_silences_stderr():
+    # llama-cpp-python points fds 1 and 2 at /dev/null while a model loads; the spinner must go on
+    pytest.importorskip("llama_cpp")
+    screen = terminal.run(["-c", SILENCED_LOAD], columns=80, module=None)
+    assert screen.returncode == 0, screen.screen
+    assert screen.seen("loading the model") and screen.seen("searching")
+    times = [t for t, _ in screen.chunks]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert max(gaps) < 2.0, max(gaps)  # 3 s of silence each without the status line's own descriptor
+    assert len(times) > 20  # redrawn while silenced, not only started and cleared

@@ -7,6 +7,7 @@ rich is imported lazily so `import ragcli.render.console` stays cheap.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import sys
@@ -40,6 +41,17 @@ class Environment:
         return Console(file=_NoTrailingSpaces(stream), highlight=False, soft_wrap=True, width=PIPE_WIDTH,
                        no_color=not self.colour or None)
 
+    def status_console(self):
+        """The stderr console of a status line. On a terminal it writes through its own duplicate of
+        stderr's file descriptor: llama-cpp-python points descriptors 1 and 2 at /dev/null while
+        llama.cpp loads a model (so do other libraries that silence C code), and a spinner written to
+        descriptor 2 then vanished: the 1.5B's load was a still screen for 1.1-1.9 s."""
+        if not self.stderr_isatty:
+            return self.console(stderr=True)
+        from rich.console import Console
+
+        return Console(file=_own_stream(self.stderr), highlight=False, no_color=not self.colour or None)
+
 
 PIPE_WIDTH = 4000  # tables in a pipe are as wide as their content, never wrapped at 80 columns
 
@@ -65,6 +77,34 @@ class _NoTrailingSpaces:
 
     def fileno(self) -> int:
         return self.stream.fileno()
+
+
+_OWN_STREAMS: list = []
+
+
+def _own_stream(stream):
+    """A text stream on a private duplicate of `stream`'s file descriptor (closed at exit), or
+    `stream` itself when it has no descriptor (a test's in-memory stream)."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is both
+        return stream
+    stream.flush()
+    own = os.fdopen(os.dup(fd), "w", encoding=getattr(stream, "encoding", None) or "utf-8",
+                    errors="replace", buffering=1)
+    if not _OWN_STREAMS:
+        atexit.register(_close_own_streams)
+    _OWN_STREAMS.append(own)
+    return own
+
+
+def _close_own_streams() -> None:
+    for own in _OWN_STREAMS:
+        try:
+            own.close()
+        except OSError:
+            pass
+    _OWN_STREAMS.clear()
 
 
 def _isatty(stream) -> bool:
@@ -109,7 +149,7 @@ class status:
 
     def __enter__(self):
         if self.env.stderr_isatty:
-            self._live = self.env.console(stderr=True).status(self.message, spinner="dots")
+            self._live = self.env.status_console().status(self.message, spinner="dots")
             self._live.__enter__()
         return self
 

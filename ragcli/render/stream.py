@@ -42,7 +42,7 @@ class AnswerStream:
                  markdown: bool = False):
         self.env = env or Environment()
         self.console = self.env.console()
-        self.err = self.env.console(stderr=True)
+        self.err = self.env.status_console()  # the status line survives a library silencing fd 2
         self.live = live and not json_out
         self.json_out = json_out
         self.markdown = markdown
