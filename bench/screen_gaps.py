@@ -87,8 +87,8 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row, ensure_ascii=False), flush=True)
     print("longest gap between two terminal updates over all runs:", max(r["longest_gap"] for r in rows),
-          "s | load average (1 min) at the starts:", min(r["load"] for r in rows), "-", max(r["load"] for r in rows),
-          "s | start-up to the first update: up to", max(r["start_up"] or 0 for r in rows), "s")
+          "s | load average (1 min) at the starts:", min(r["load"] for r in rows), "-", max(r["load"] for r in rows), "|",
+          "start-up to the first update: up to", max(r["start_up"] or 0 for r in rows), "s")
 
 
 if __name__ == "__main__":
