@@ -3,11 +3,15 @@ facts, cite validly, and refuse what the book does not say? With a plain-RAG bas
 
     python bench/bench_answers.py --db FM.db [--model F.gguf] [--baseline] [--limit N] [--ids a,b]
         [--set answerable|unanswerable] [--variant NAME] [--out records.jsonl] [--threads 2]
+        [--cache replies.jsonl [--replay]] [--repeat-penalty 1.05]
 
 Without --model, `ask` answers extractively (no baseline then). With --baseline, the same model also
 answers from the plain-RAG prompt of issue 16 (the top 6 passages of ragcli's own retrieval, then the
 question, then "answer in 2-4 sentences, end each sentence with its label"), in the same run, question
 by question, so load and model are the same for both.
+
+With --cache, every model reply is recorded (bench/gen_cache.py) and replayed on the next run: a change
+to what happens after generation (claim scoring, the unbacked check) is re-measured on the same replies.
 
 Per answer: answered or refused (ragcli: its status; baseline: ragcli.answer.refusal), the key phrases
 present (normalised: case, punctuation, number words, plural/-ed/-ing), every claim's support level
@@ -190,6 +194,10 @@ def main() -> int:
     ap.add_argument("--no-expand", action="store_true")
     ap.add_argument("--out", help="write one JSON record per question here")
     ap.add_argument("--label", default="")
+    ap.add_argument("--repeat-penalty", type=float, default=None, help="llama.cpp's; ragcli's default if unset")
+    ap.add_argument("--cache", help="generation cache (bench/gen_cache.py): replies recorded here are "
+                    "replayed, others generated and recorded")
+    ap.add_argument("--replay", action="store_true", help="with --cache: a call not recorded is an error")
     args = ap.parse_args()
 
     from ragcli import ask
@@ -202,7 +210,11 @@ def main() -> int:
     model = None
     if args.model:
         model = load_model(args.model, n_ctx=args.ctx, threads=args.threads, seed=0,
-                               temperature=args.temperature)
+                           temperature=args.temperature, repeat_penalty=args.repeat_penalty)
+        if args.cache:
+            from gen_cache import CachedModel
+
+            model = CachedModel(model, args.cache, replay_only=args.replay)
     if args.variant:
         import answer_variants
 
@@ -231,6 +243,8 @@ def main() -> int:
     systems = {s: summarise(records, s) for s in ("ragcli", "baseline") if any(s in r for r in records)}
     what = Path(args.model).name if args.model else "extractive (no model)"
     print_table(systems, f"{args.label or what}, {len(records)} questions, variant {args.variant or 'ragcli'}")
+    if args.cache and model is not None:
+        print(f"\ngeneration cache {args.cache}: {model.hits} replayed, {model.misses} generated")
     return 0
 
 

@@ -13,6 +13,7 @@ from ragcli.answer import prompt
 from ragcli.answer import refusal
 from ragcli.answer.generate import generate
 from ragcli.models.chat import Grammar
+from ragcli.store import corpus
 from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
 from ragcli.types import Answer, Expansion, Source
 
@@ -68,7 +69,7 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     else:
         phase("prompt")
         answer = _model_answer(model, question, sources, base, timings, opts, on_text, on_progress, phase)
-    return _assessed(answer, embedder, model, opts, phase)
+    return _assessed(answer, embedder, model, opts, phase, in_books=lambda w: corpus.term_in_corpus(conn, w))
 
 
 def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_text, on_progress,
@@ -124,7 +125,7 @@ def _extractive(embedder, question, sources: list[Source], base, timings) -> Ans
                   notice="no model configured: extractive answer (set one with --model F.gguf or RAGCLI_MODEL)")
 
 
-def _assessed(answer: Answer, embedder, model, opts: AskOptions, phase) -> Answer:
+def _assessed(answer: Answer, embedder, model, opts: AskOptions, phase, in_books=None) -> Answer:
     """Per-claim support, with `verify` the second model pass; a model's answer whose substance the
     passages do not back (refusal.unbacked_reason) becomes `no_answer` with the reason; then the
     claims' health folded into the status, and why --verify did not run when it did not."""
@@ -134,7 +135,7 @@ def _assessed(answer: Answer, embedder, model, opts: AskOptions, phase) -> Answe
         grounding.assess(answer, embedder, model if opts.verify else None)
         answer.timings["claims"] = time.perf_counter() - t
     if answer.status == "answered" and not health.unfinished(answer.warnings):  # a broken one is incomplete
-        reason = refusal.unbacked_reason(answer, answer.question)
+        reason = refusal.unbacked_reason(answer, answer.question, in_books)
         if reason:
             answer.status, answer.citations, answer.claims = "no_answer", [], []
             answer.notice = f"not answered: {reason}; the nearest passages are listed"

@@ -154,6 +154,9 @@ class Claim:
     score: float = 0.0
     evidence: Optional[Evidence] = None
     flagged_citations: list[str] = field(default_factory=list)  # valid labels that don't back it
+    # the labels the model wrote, when another passage it was given backs the sentence and the cited
+    # one does not (grounding.repoint): `citations` then names that passage
+    cited_as: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -225,3 +225,51 @@ def test_real_llama_cpp_refusal_is_no_answer_in_json(ask_db, tmp_path, tiny_gguf
     data = json.loads(result.stdout)
     assert data["status"] == "no_answer"
     assert data["attempts"] in (1, 2) and data["claims"] == [] and data["sources"]
+
+
+# ------------------------------------------------------------------------------ labels on the wrong passage
+def test_a_sentence_under_the_wrong_label_is_repointed_to_the_passage_that_backs_it(embedder):
+    from ragcli.answer import grounding
+
+    sources = _sources([320, 321, 126])  # only S2 says how tight the band should be
+    text = ("The band should be tight enough to stop the flow of blood near the skin, but not tight "
+            "enough to interfere with circulation [S1]. "
+            "Thirst and restlessness are signs of shock [S3].")
+    claims = grounding.score(text, sources, embedder)
+    assert claims[0].citations == ["S2"] and claims[0].cited_as == ["S1"]
+    assert claims[0].support == "supported" and claims[0].evidence.label == "S2"
+    assert claims[1].citations == ["S3"] and claims[1].cited_as == []  # rightly cited: untouched
+
+
+def test_a_sentence_no_given_passage_backs_keeps_its_label_and_its_verdict(embedder):
+    from ragcli.answer import grounding
+
+    sources = _sources([320, 321, 126])
+    claims = grounding.score("Give the casualty two aspirin tablets with warm tea [S1].", sources, embedder)
+    assert claims[0].citations == ["S1"] and claims[0].cited_as == []
+    assert claims[0].support != "supported"
+
+
+# ------------------------------------------------------------------------------ the asker's words
+def test_a_question_word_the_book_uses_elsewhere_is_not_missing():
+    sources = _sources([320, 321])
+    question = "A snake bit my buddy on the calf, what do I do about the morphine?"
+    assert "buddy" in refusal.missing_terms(question, sources)
+    in_books = {"buddy", "calf"}.__contains__  # "buddy aid" is on other pages of the manual
+    missing = refusal.missing_terms(question, sources, in_books)
+    assert "buddy" not in missing and "morphine" in missing
+
+
+def test_an_answer_in_the_askers_words_is_not_refused_for_them():
+    from ragcli.types import Answer, Claim
+
+    sources = _sources([320, 321])
+    question = "A snake bit my buddy on the hand. What do I do?"
+    text = "Place a single band above the wrist of your buddy [S2]."
+    answer = Answer(question, None, text, "answered", ["S2"], [], sources)
+    answer.claims = [Claim(text[:-5], ["S2"], support="weak")]  # related, not clearly stated
+    assert "buddy" in refusal.unbacked_reason(answer, question)  # "buddy" is in no passage
+    assert refusal.unbacked_reason(answer, question, {"buddy"}.__contains__) is None
+    question = "A snake bit my buddy on the hand. How much morphine do I give?"
+    answer.claims = [Claim("Give your buddy morphine for the pain", ["S2"], support="weak")]
+    assert "morphine" in refusal.unbacked_reason(answer, question, {"buddy"}.__contains__)

@@ -44,6 +44,7 @@ def score(answer_text: str, sources: list[Source], embedder) -> list[Claim]:
                                    embedder) if todo else []
     for claim, row in zip(todo, results):
         _apply(claim, row, by_label)
+    repoint([c for c in todo if c.support != "supported"], sources, embedder)
     for claim in claims:
         if not claim.citations:
             claim.support = "no_source" if is_factual(claim.text) else "not_factual"
@@ -69,6 +70,29 @@ def _inherit_labels(claims: list[Claim], labels_first: bool = False) -> list[Cla
         elif current and is_factual(claim.text):
             claim.citations = list(current)
     return claims
+
+
+def repoint(claims: list[Claim], sources: list[Source], embedder) -> None:
+    """A sentence its cited passage does not back, but another passage of the prompt does (it says
+    what the sentence says: level `supported`), gets that passage's label; the label the model wrote
+    is kept in `cited_as`. Small models put the right sentence under the neighbouring label ("the
+    thumb side of the wrist [S4]" copied from S5). Only passages the model was given are candidates,
+    and only a `supported` match moves a label: a weak one leaves the claim as scored."""
+    candidates = list(sources)
+    if not claims or len(candidates) < 2:
+        return
+    others = [[s for s in candidates if s.label not in c.citations] for c in claims]
+    texts = {s.label: split_sentences_plain(s.hit.text) for s in candidates}
+    rows = support.score_claims([(c.text, [texts[s.label] for s in alt]) for c, alt in zip(claims, others)],
+                                embedder)
+    by_label = {s.label: s for s in sources}
+    for claim, alt, row in zip(claims, others, rows):
+        best = [i for i in range(len(row)) if row[i].level == "supported"]
+        if not best:
+            continue
+        i = max(best, key=lambda j: row[j].score)
+        claim.cited_as, claim.citations = list(claim.citations), [alt[i].label]
+        _apply(claim, [row[i]], by_label)
 
 
 def _apply(claim: Claim, row: list[support.SupportResult], by_label: dict[str, Source]) -> None:

@@ -8,7 +8,7 @@ every reply with `is_refusal` / `refusal_sentences`.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 _SUBJECT = (r"(?:the |these |those |this |given |provided |above |supplied |available |retrieved |"
             r"cited |following )*(?:passages?|context|sources?|texts?|excerpts?|documents?|information|"
@@ -72,17 +72,20 @@ def is_refusal(text: str) -> bool:
 
 
 # ------------------------------------------------------------------------------ unbacked answers
-def missing_terms(question: str, sources) -> list[str]:
+def missing_terms(question: str, sources, in_books: Optional[Callable[[str], bool]] = None) -> list[str]:
     """The question's content words that occur in none of the passages (by stem): "morphine" in a
-    manual that never names it. Lay words the book does not use are missing too, so a missing term
-    only counts against a claim that repeats it (see `unbacked_reason`)."""
+    manual that never names it. With `in_books(word)` (does the word occur anywhere in the books
+    searched?), a word the books use elsewhere is not missing: "buddy" in a manual that says "buddy
+    aid" on other pages is the asker's word for the casualty, not a subject the book lacks. Lay words
+    the book never uses are still missing, so a missing term only counts against a claim that repeats
+    it (see `unbacked_reason`)."""
     from ragcli.text import content_words, stem
 
     text = " ".join(s.hit.text for s in sources).lower()
     present = {stem(w) for w in content_words(text)}
     out: list[str] = []
     for w in content_words(question):
-        if stem(w) not in present and w not in out and len(w) > 3:
+        if stem(w) not in present and w not in out and len(w) > 3 and not (in_books and in_books(w)):
             out.append(w)
     return out
 
@@ -95,7 +98,7 @@ def _foreign_numbers(claim: str, sources) -> list[str]:
     return [f"{v:g}{' ' + u if u else ''}" for v, u in missing_numbers(claim, text)]
 
 
-def unbacked_reason(answer, question: str) -> Optional[str]:
+def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bool]] = None) -> Optional[str]:
     """Why an answer's substance is not in the passages (so it is `no_answer`), or None.
 
     Per claim (ragcli.answer.grounding has scored them): a claim is backed when its cited passage
@@ -107,7 +110,7 @@ def unbacked_reason(answer, question: str) -> Optional[str]:
     factual = [c for c in answer.claims if c.support != "not_factual"]
     if not factual:
         return None
-    absent = {stem(w): w for w in missing_terms(question, answer.sources)}
+    absent = {stem(w): w for w in missing_terms(question, answer.sources, in_books)}
 
     def lacks(claim) -> list[str]:
         words = {stem(w) for w in re.findall(r"[a-z]+", claim.text.lower())}

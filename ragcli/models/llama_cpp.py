@@ -103,7 +103,7 @@ class LlamaCppModel:
 
     def __init__(self, path: Union[str, Path], n_ctx: Optional[int] = None, n_threads: Optional[int] = None,
                  n_gpu_layers: int = 0, seed: int = 0, temperature: float = 0.2,
-                 verbose: bool = False):
+                 verbose: bool = False, repeat_penalty: float = 1.0):
         self.path = Path(path).expanduser()
         meta = check_model_file(self.path, n_ctx)
         if n_ctx is None:  # not asked for: 4096, or less when the model was trained on less
@@ -111,6 +111,7 @@ class LlamaCppModel:
         llama_cpp = import_llama_cpp()
         self.seed = seed
         self.temperature = temperature
+        self.repeat_penalty = repeat_penalty
         self._grammars: dict[str, object] = {}
         self._format = None
         self._on_progress: Optional[Progress] = None
@@ -128,7 +129,8 @@ class LlamaCppModel:
             "backend": "llama.cpp", "name": self.name, "path": str(self.path), "file": self.path.name,
             "n_ctx": self.context_size, "n_ctx_train": trained_context(meta),
             "n_threads": n_threads, "n_gpu_layers": n_gpu_layers, "seed": seed,
-            "temperature": temperature, "architecture": meta.get("general.architecture"),
+            "temperature": temperature, "repeat_penalty": repeat_penalty,
+            "architecture": meta.get("general.architecture"),
         }
         self.stats: dict = {}
 
@@ -248,7 +250,7 @@ class LlamaCppModel:
             on_progress("prompt", {"prompt_tokens": len(prompt)})
         try:
             for token in llm.generate(prompt, temp=temp, top_k=40, top_p=0.95, min_p=0.05,
-                                      repeat_penalty=1.0, grammar=grammar):
+                                      repeat_penalty=self.repeat_penalty, grammar=grammar):
                 if generated == 0 and on_progress:
                     on_progress("first_token", {"seconds": time.perf_counter() - start})
                 if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):

@@ -301,6 +301,10 @@ def print_claims(console, claims, evidence: bool, quoted: bool = False) -> None:
         if evidence and c.evidence:
             e = c.evidence
             console.print(f"    [dim]↳ [{e.label}] p. {e.page_label}: “{_escape(e.quote)}”[/]", highlight=False)
+        if c.cited_as:
+            cited = ", ".join(f"[{lab}]" for lab in c.cited_as)
+            console.print(f"    [dim]↳ the answer cites {_escape(cited)}, which does not back it; "
+                          f"{_escape('[' + c.citations[0] + ']')} does[/]", highlight=False)
     console.print("[dim]legend: ✓ supported · ~ weak · ✗ unsupported (cited passage does not back it) · "
                   "? no source[/]")
 

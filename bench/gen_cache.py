@@ -1,0 +1,71 @@
+"""A generation cache for the answer benchmarks: every model call's reply, keyed by what was asked.
+
+`CachedModel(model, path)` wraps a chat model (ragcli.models.chat.ChatModel). A call whose messages,
+constraint, max_tokens, temperature and model file were seen before returns the recorded reply and
+stats at once; any other call goes to the model and is appended to `path` (JSON lines). So a change to
+what ragcli does *after* generation (claim scoring, the unbacked check, relabelling, the health checks)
+is re-measured on the same replies in seconds, and a change to a prompt re-runs only the calls whose
+prompt changed. Sampling is seeded (seed 0), so a cached reply is the one the model would give again.
+
+With `model_path` given and no live model (`replay_only=True`), a missing call is an error rather than
+a silent fallback: the benchmark then measures exactly the recorded replies.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Optional
+
+
+def _constraint_key(constraint) -> Optional[str]:
+    if constraint is None:
+        return None
+    gbnf = getattr(constraint, "gbnf", None)
+    return gbnf if gbnf else repr(constraint)
+
+
+class CachedModel:
+    def __init__(self, model, path: str | Path, replay_only: bool = False):
+        self._model = model
+        self._path = Path(path)
+        self._replay_only = replay_only
+        self._cache: dict[str, dict] = {}
+        if self._path.exists():
+            for line in self._path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    self._cache[row["key"]] = row
+        self.hits = self.misses = 0
+        self.stats: dict = {}
+
+    # the protocol's attributes come from the wrapped model (its tokenizer, window, params)
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def _key(self, messages, max_tokens, constraint, temperature) -> str:
+        ident = self._model.params.get("file") or self._model.params.get("name")
+        blob = json.dumps([ident, messages, max_tokens, _constraint_key(constraint), temperature,
+                           self._model.params.get("repeat_penalty")], sort_keys=True)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def chat(self, messages, *, max_tokens: int, constraint=None, stream: bool = False,
+             temperature=None, on_progress=None):
+        key = self._key(messages, max_tokens, constraint, temperature)
+        row = self._cache.get(key)
+        if row is None:
+            if self._replay_only:
+                raise KeyError("gen_cache: no recorded reply for this call (replay only)")
+            self.misses += 1
+            text = "".join(self._model.chat(messages, max_tokens=max_tokens, constraint=constraint,
+                                            stream=True, temperature=temperature, on_progress=on_progress))
+            stats = {k: v for k, v in self._model.stats.items() if isinstance(v, (int, float, str)) or v is None}
+            row = {"key": key, "text": text, "stats": stats,
+                   "user": messages[-1]["content"][-300:]}  # for a person reading the file
+            self._cache[key] = row
+            with self._path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
+        else:
+            self.hits += 1
+        self.stats = dict(row["stats"])
+        return iter([row["text"]]) if stream else row["text"]
