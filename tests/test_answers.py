@@ -273,3 +273,19 @@ def test_an_answer_in_the_askers_words_is_not_refused_for_them():
     question = "A snake bit my buddy on the hand. How much morphine do I give?"
     answer.claims = [Claim("Give your buddy morphine for the pain", ["S2"], support="weak")]
     assert "morphine" in refusal.unbacked_reason(answer, question, {"buddy"}.__contains__)
+
+
+def test_a_question_for_an_amount_answered_without_one_is_not_answered():
+    from ragcli.types import Answer, Claim
+
+    sources = _sources([323])
+    question = "What dose of morphine should I give a wounded soldier for severe pain?"
+    text = "Keep the casualty quiet and remove his rings [S1]."
+    answer = Answer(question, None, text, "answered", ["S1"], [], sources)
+    answer.claims = [Claim(text[:-5], ["S1"], support="supported")]
+    assert "amount" in refusal.unbacked_reason(answer, question)
+    # the same reply to a question that asks for no amount is backed
+    assert refusal.unbacked_reason(answer, "What do I do after a snakebite?") is None
+    # and an amount in the answer (from the passage) is an answer to the question's kind
+    answer.claims = [Claim("Place the bands about 1 inch from either side of the bite", ["S1"], support="supported")]
+    assert refusal.unbacked_reason(answer, "How far from the bite do the bands go?") is None

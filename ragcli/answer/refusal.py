@@ -98,18 +98,35 @@ def _foreign_numbers(claim: str, sources) -> list[str]:
     return [f"{v:g}{' ' + u if u else ''}" for v, u in missing_numbers(claim, text)]
 
 
+# "How much / how many / how often / how long / what dose": the answer to such a question is an amount;
+# a reply that gives none has answered something else ("Injecting in the buttocks avoids the thighbone"
+# for a morphine dose).
+_ASKS_AMOUNT = re.compile(r"\b(?:how (?:many|much|often|long|far)|what (?:dose|dosage|amount|rate)|"
+                          r"(?:dose|dosage) of|how frequently)\b", re.I)
+_AMOUNT = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
+                     r"twenty|thirty|forty|fifty|sixty|hundred|half|once|twice|several|few|dozen|"
+                     r"hours?|minutes?|seconds?|days?|weeks?|inch(?:es)?|until)\b", re.I)
+
+
+def asks_for_amount(question: str) -> bool:
+    return bool(_ASKS_AMOUNT.search(question))
+
+
 def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bool]] = None) -> Optional[str]:
     """Why an answer's substance is not in the passages (so it is `no_answer`), or None.
 
     Per claim (ragcli.answer.grounding has scored them): a claim is backed when its cited passage
     supports it (`supported`), or relates to it (`weak`) without anything the passages lack: a number
     no passage has, or a word of the question no passage has ("morphine"). The answer is not backed
-    when no claim is, or when its first claim (the direct answer) brings such a number or word."""
+    when no claim is, or when its first claim (the direct answer) brings such a number or word, or
+    when the question asks for an amount (`asks_for_amount`) and no claim gives one."""
     from ragcli.text import stem
 
     factual = [c for c in answer.claims if c.support != "not_factual"]
     if not factual:
         return None
+    if asks_for_amount(question) and not any(_AMOUNT.search(c.text) for c in factual):
+        return "the question asks for an amount and the answer gives none"
     absent = {stem(w): w for w in missing_terms(question, answer.sources, in_books)}
 
     def lacks(claim) -> list[str]:
