@@ -270,7 +270,7 @@ def test_an_answer_in_the_askers_words_is_not_refused_for_them():
     answer.claims = [Claim(text[:-5], ["S2"], support="weak")]  # related, not clearly stated
     assert "buddy" in refusal.unbacked_reason(answer, question)  # "buddy" is in no passage
     assert refusal.unbacked_reason(answer, question, {"buddy"}.__contains__) is None
-    question = "A snake bit my buddy on the hand. How much morphine do I give?"
+    question = "A snake bit my buddy on the hand. Can I give him morphine?"
     answer.claims = [Claim("Give your buddy morphine for the pain", ["S2"], support="weak")]
     assert "morphine" in refusal.unbacked_reason(answer, question, {"buddy"}.__contains__)
 
