@@ -130,3 +130,17 @@ def test_expansion_modes_from_the_command_line(corpus_db, cli, mode):
     assert res.exit_code == 0, res.stderr
     hits = json.loads(res.stdout)
     assert len(hits) == 5 and hits[0]["rank"] == 1
+
+
+def test_pinning_a_missing_hit_keeps_the_list_at_k():
+    from ragcli.search.pipeline import _pinned
+    from ragcli.types import Hit
+
+    def hit(pid):
+        return Hit(passage_id=pid, kind="passage", book_id="b", book_title="B", section_path=["s"],
+                   page_start=1, page_end=1, page_label="1", text=f"t{pid}")
+
+    hits = [hit(i) for i in range(1, 6)]  # k = 5
+    out = _pinned(hits, [hit(9)], 5)  # the first pass's best hit fell out of the fused top 5
+    assert [h.passage_id for h in out] == [1, 2, 3, 4, 9]
+    assert [h.rank for h in out] == [1, 2, 3, 4, 5]

@@ -93,8 +93,9 @@ def _expand(conn, embedder, query: str, opts: SearchOptions, model,
 
 
 def _pinned(hits: list[Hit], pinned: list[Hit], k: int) -> list[Hit]:
-    """`legs.pin` over hits: a pinned hit missing from the results comes in as the first pass found it."""
-    ids = legs.pin([h.passage_id for h in hits], [h.passage_id for h in pinned], k)
+    """`legs.pin` over hits: a pinned hit missing from the results comes in as the first pass found it,
+    in place of the lowest-ranked unpinned one; the list keeps its length (k hits stay k)."""
+    ids = legs.pin([h.passage_id for h in hits], [h.passage_id for h in pinned], k)[:len(hits)]
     if len(ids) == len(hits) and all(i == h.passage_id for i, h in zip(ids, hits)):
         return hits
     by_id = {h.passage_id: h for h in pinned}
