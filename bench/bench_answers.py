@@ -114,6 +114,9 @@ def _record(answer, seconds: float, stats: dict) -> dict:
         "attempts": getattr(answer, "attempts", None),
         "reason": getattr(answer, "notice", None),
         "warnings": [w.code for w in getattr(answer, "warnings", None) or []],
+        "sources": [f"{s.label} p.{s.hit.page_label} {(s.hit.section_path or [''])[-1][:40]} #{s.hit.passage_id}"
+                    for s in answer.sources],
+        "cited_as": [c.cited_as for c in answer.claims or [] if getattr(c, "cited_as", None)],
         "prompt_tokens": stats.get("prompt_tokens"), "first_token": stats.get("first_token"),
         "generated_tokens": stats.get("generated_tokens"), "seconds": round(seconds, 2),
     }

@@ -117,14 +117,17 @@ def _first(screen, needle: str) -> int:
     return next((i for i, snap in enumerate(screen.snapshots) if any(needle in line for line in snap)), -1)
 
 
-@pytest.mark.xfail(strict=False, reason="fails in fresh clones, passes in the dev tree: under investigation (session 4 note)")
 def test_the_status_line_names_the_rewrite_then_the_search(corpus_db, tiny_gguf, tmp_path):
     grammar = _forced(tmp_path, "The bone flap is lifted [S1].")
     args = [a for a in _ask(tiny_gguf, grammar) if a != "--no-expand"]
     args[1] = "why does the brain swell after an operation?"  # no book term: the model rewrites it
     screen = terminal.run(args, columns=80)
     assert screen.returncode == 0, screen.screen
-    rewriting, searching, reading = (_first(screen, s) for s in
+    # the order in which the terminal was told, read from everything written to it: a short phase
+    # and the next one can arrive in one read on a loaded machine, so no single snapshot need show
+    # it (this test failed that way under load, session 4)
+    written = "".join(text for _, text in screen.chunks)
+    rewriting, searching, reading = (written.find(s) for s in
                                      ("rewriting the question…", "searching…", "prompt tokens"))
     assert 0 <= rewriting < searching < reading, (rewriting, searching, reading)
     assert not any(s in line for line in screen.text for s in ("rewriting", "searching…"))  # cleared
