@@ -113,10 +113,6 @@ def test_on_screen_no_invalid_label_warnings_after_the_answer_and_the_status_lin
     assert all(len(line) <= 80 for line in lines)
 
 
-def _first(screen, needle: str) -> int:
-    return next((i for i, snap in enumerate(screen.snapshots) if any(needle in line for line in snap)), -1)
-
-
 def test_the_status_line_names_the_rewrite_then_the_search(corpus_db, tiny_gguf, tmp_path):
     grammar = _forced(tmp_path, "The bone flap is lifted [S1].")
     args = [a for a in _ask(tiny_gguf, grammar) if a != "--no-expand"]
@@ -126,7 +122,7 @@ def test_the_status_line_names_the_rewrite_then_the_search(corpus_db, tiny_gguf,
     # the order in which the terminal was told, read from everything written to it: a short phase
     # and the next one can arrive in one read on a loaded machine, so no single snapshot need show
     # it (this test failed that way under load, session 4)
-    written = "".join(text for _, text in screen.chunks)
+    written = screen.raw
     rewriting, searching, reading = (written.find(s) for s in
                                      ("rewriting the question…", "searching…", "prompt tokens"))
     assert 0 <= rewriting < searching < reading, (rewriting, searching, reading)
