@@ -46,7 +46,7 @@ def mode_for(expand: bool, feedback: bool) -> str:
 @dataclass(frozen=True)
 class SearchOptions:
     mode: str = "hybrid"
-    k: int = 10  # hits returned (feedback mode may add the few its pins move down, see pipeline)
+    k: int = 10  # hits returned
     book_ids: Optional[Sequence[str]] = None  # None: every book
     depth: int = 50  # ranks read from each leg (at least k)
     # fusion
