@@ -79,8 +79,15 @@ def run(args) -> dict:
                               max_tokens=200, evidence=True)  # every answer's claims assessed
         answer = ask.ask(conn, embedder, q["question"], model, opts)  # as `ragcli ask` does
         elapsed = time.perf_counter() - t0
-        print(f"{q.get('id')}: {answer.status}, {elapsed:.1f} s, prompt {answer.timings.get('prompt_tokens')} tokens, "
+        print(f"{q.get('id')}: {answer.status}, {elapsed:.1f} s, prompt {answer.timings.get('prompt_tokens')} tokens "
+              f"({answer.timings.get('prompt_cached', 'cache not reported')} cached), "
               f"first token {answer.timings.get('first_token')}", file=sys.stderr, flush=True)
+        if args.answers:  # every answer, to read
+            with open(args.answers, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"id": q.get("id"), "question": q["question"], "status": answer.status,
+                                    "rewrite": answer.expanded_query, "answer": answer.answer,
+                                    "citations": answer.citations, "seconds": round(elapsed, 1),
+                                    "timings": answer.timings}) + "\n")
         labels = {s.label for s in answer.sources}
         stats["questions"] += 1
         stats["status"][answer.status] = stats["status"].get(answer.status, 0) + 1
@@ -117,6 +124,7 @@ def main() -> int:
     ap.add_argument("--spread", type=int, default=0, help="N questions spread evenly over the file")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (a GGUF in process)")
     ap.add_argument("--out", help="write the figures so far here after every question")
+    ap.add_argument("--answers", help="append every answer (JSON lines) here")
     args = ap.parse_args()
     stats = run(args)
     print(json.dumps(stats, indent=2))

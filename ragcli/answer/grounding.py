@@ -16,7 +16,7 @@ from ragcli.answer import support
 from ragcli.answer.citations import neutralise
 from ragcli.answer.claims import attach_citations, labels_lead, segment, split_claims
 from ragcli.text import sentences as split_sentences_plain
-from ragcli.answer.prompt import SYSTEM_PROMPT
+from ragcli.system_prompt import ANSWER_PREFIX
 from ragcli.answer.refusal import is_refusal_sentence
 from ragcli.types import Answer, Claim, Evidence, Source
 
@@ -118,7 +118,8 @@ def assess(answer: Answer, embedder, verify_model: Optional[object] = None) -> A
 
 
 VERIFY_TASK = """TASK: check each numbered claim of a draft answer against the passages it cites. Say
-"supported" only if the passages state it, "partial" if they state part of it, else "unsupported"."""
+"supported" only if the passages state it, "partial" if they state part of it, else "unsupported".
+Reply with the JSON array asked for, nothing else."""
 
 
 def verify_messages(answer: Answer, claims: list[Claim]) -> list[dict]:
@@ -128,8 +129,9 @@ def verify_messages(answer: Answer, claims: list[Claim]) -> list[dict]:
         cited = "\n".join(f"  [{lab}] {neutralise(by_label[lab].hit.text)}" for lab in c.citations
                           if lab in by_label)
         lines.append(f"Claim {i}: {c.text}\n{cited or '  (no source cited)'}")
-    # the system prompt every call shares, so its tokens stay in llama.cpp's cache
-    return [{"role": "system", "content": SYSTEM_PROMPT},
+    # the answer's system prompt and worked example first, as every call of one ask begins: the
+    # server (or llama.cpp in process) re-uses their KV cache from the answer call
+    return [*(dict(m) for m in ANSWER_PREFIX),
             {"role": "user", "content": VERIFY_TASK + "\n\n" + "\n\n".join(lines)}]
 
 

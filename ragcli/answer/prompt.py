@@ -7,28 +7,10 @@ from typing import Callable
 
 from ragcli.types import Hit, Source
 
-from ragcli.system_prompt import SYSTEM_PROMPT
+# The answer's system prompt, instruction and worked example live in ragcli/system_prompt.py: the
+# rewrite and --verify begin with them too, so a server's prompt cache re-uses them (issue 12).
+from ragcli.system_prompt import ANSWER_EXAMPLE, ANSWER_INSTRUCTION, ANSWER_SYSTEM, SYSTEM_PROMPT  # noqa: F401
 
-# The answer task has a system prompt of its own (issue 16): with the shared one, which spells out the
-# refusal sentence among five tasks' rules, Qwen2.5 0.5B/1.5B refused questions their passages
-# answer; with a refusal line here, the 0.5B copied that instead. No refusal sentence is offered:
-# refusals in any words are detected (answer/refusal.py) and unbacked answers become no_answer.
-# Passages come first, then the question, then the task (docs/benchmarks-answers.md).
-ANSWER_SYSTEM = """You answer questions from numbered passages of the user's books.
-Write 2 to 4 short sentences that answer the question with what the passages say: the steps to take, \
-the signs, the facts, in the passages' own words. Never add facts, numbers or doses the passages do not give.
-End every sentence with the label of the passage it comes from, like [S2]."""
-ANSWER_INSTRUCTION = "Answer in 2 to 4 sentences, each ending with its label."
-# One worked example, shown as an earlier turn, from another field (so its content cannot pass for the
-# book's): without it Qwen2.5-Coder-0.5B wrote "[1]" or no label at all, and every answer lost its
-# citations (docs/benchmarks-answers.md).
-ANSWER_EXAMPLE = (
-    "Passages:\n\n[S1] Brakes, p. 12\nIf the brakes squeal, clean the rims with rubbing alcohol. Check the "
-    "brake pads for wear and replace pads worn to the groove.\n\n[S2] Tyres, p. 20\nPump the tyres to "
-    "the pressure printed on the sidewall.\n\nQuestion: my bike squeaks every time I stop, what should I "
-    "do?\n\n" + ANSWER_INSTRUCTION,
-    "Clean the rims with rubbing alcohol [S1]. Then check the brake pads and replace them if they are worn "
-    "down to the groove [S1].")
 ANSWER_SOURCES = 6  # passages given for an answer (k retrieved; the rest are listed, not prompted)
 # The second chance (ragcli.answer.refusal.deserves_second_chance): the top passages only.
 SECOND_CHANCE_INSTRUCTION = ("These passages answer the question. Answer it from them in 2 or 3 "

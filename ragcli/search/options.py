@@ -60,6 +60,9 @@ class SearchOptions:
     # RRF scores are flat near the top, so even 0.3 reorders exact-term hits (see the benchmarks)
     lexical_terms: bool = True  # add terms sharing a content word with the question
     rewrite_weight: float = 0.8  # the model rewrite's lists weigh a little below the question's own
+    # the messages the rewrite begins with: those of the pipeline's next model call, so that call re-uses
+    # their KV cache (None: ask's answer, system_prompt.ANSWER_PREFIX; summary: SUMMARY_PREFIX)
+    rewrite_prefix: Optional[Sequence[dict]] = None
     # feedback (feedback mode), tuned on NFCorpus dev
     feedback: int = 3  # Rocchio: the question's vector + feedback_beta x the mean vector of the
     feedback_beta: float = 1.0  # first pass's top N passages replaces it in the dense leg (0: off)

@@ -86,7 +86,7 @@ def _expand(conn, embedder, query: str, opts: SearchOptions, model,
     text = None
     if model is not None and not expansion.in_book_words(cands):
         phase("rewrite")
-        text = model_rewrite(conn, embedder, model, query, terms, opts.book_ids)
+        text = model_rewrite(conn, embedder, model, query, terms, opts.book_ids, opts.rewrite_prefix)
     if text:
         extra.append(legs.Query(text, weight=opts.rewrite_weight))
     return Expansion(text, terms, cands, time.perf_counter() - t0), extra

@@ -6,7 +6,7 @@ import re
 from typing import Callable, Optional, Sequence
 
 from ragcli.store import corpus as store
-from ragcli.system_prompt import SYSTEM_PROMPT
+from ragcli.system_prompt import ANSWER_PREFIX, SUMMARY_PREFIX
 from ragcli.text import content_words, stem
 
 # A rewrite sharing no word with the question or the book terms must be this close to the question
@@ -29,14 +29,16 @@ REWRITE_EXAMPLES = (
 def _rewrite_task(question: str, books: str, terms: list[str]) -> str:
     vocab = ", ".join(terms[:15]) or "(none found)"
     return (f"TASK: rewrite the question below for a search of the book(s) {books}, using the book's own "
-            f"terms where they fit.\nTerms used in the book near this question: {vocab}\n"
+            f"terms where they fit: one short line in the book's own vocabulary, nothing else (no answer, "
+            f"no labels).\nTerms used in the book near this question: {vocab}\n"
             f"Question: {question}\nRewritten question:")
 
 
-def rewrite_messages(question: str, book_titles: list[str], terms: list[str]) -> list[dict]:
-    """The shared system prompt (ragcli.system_prompt: its KV cache is reused by the summary and verify
-    calls), two worked examples, then the task."""
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+def rewrite_messages(question: str, book_titles: list[str], terms: list[str],
+                     prefix: Sequence[dict] = ANSWER_PREFIX) -> list[dict]:
+    """`prefix` (the messages the next call of the pipeline begins with: ask's answer by default, so
+    the answer re-uses their KV cache; ragcli.system_prompt), two worked examples, then the task."""
+    messages = [dict(m) for m in prefix]
     for book, example_terms, example_question, rewritten in REWRITE_EXAMPLES:
         messages += [{"role": "user", "content": _rewrite_task(example_question, book, example_terms)},
                      {"role": "assistant", "content": rewritten}]
@@ -45,16 +47,19 @@ def rewrite_messages(question: str, book_titles: list[str], terms: list[str]) ->
 
 
 def instruction_words() -> str:
-    """The fixed words of every rewrite prompt: a rewrite that copies a run of them is junk."""
-    return SYSTEM_PROMPT + " " + _rewrite_task("", "", [])
+    """The fixed words of every rewrite prompt (either prefix): a rewrite that copies a run of them is
+    junk."""
+    return " ".join(m["content"] for m in (*ANSWER_PREFIX, *SUMMARY_PREFIX)) + " " + _rewrite_task("", "", [])
 
 
-def rewrite(conn, embedder, model, question: str, terms: list[str], book_ids) -> Optional[str]:
-    """One line from the chat model, kept only if `clean_rewrite` accepts it; never raises."""
+def rewrite(conn, embedder, model, question: str, terms: list[str], book_ids,
+            prefix: Optional[Sequence[dict]] = None) -> Optional[str]:
+    """One line from the chat model, kept only if `clean_rewrite` accepts it; never raises. `prefix`:
+    see `rewrite_messages` (None: ask's)."""
     from ragcli.models.chat import OneLine
 
     titles = [b.title for b in store.list_books(conn, book_ids)]
-    messages = rewrite_messages(question, titles, terms)
+    messages = rewrite_messages(question, titles, terms, prefix or ANSWER_PREFIX)
     try:
         text = model.chat(messages, max_tokens=48, constraint=OneLine(160), temperature=0.0)
     except Exception:  # a failed rewrite must never fail the question
@@ -74,6 +79,8 @@ def clean_rewrite(text: str, question: str, terms: Sequence[str] = (),
     the question's) and does not copy the instructions; else fall back to the original (None)."""
     text = " ".join(text.replace("\n", " ").split()).strip(" \"'`")
     text = re.sub(r"^(rewritten question|question)\s*:\s*", "", text, flags=re.I)
+    # labels copied from the answer's worked example that the prompt begins with ("rinse [S1].")
+    text = re.sub(r"\s+([.,;:])", r"\1", " ".join(_BRACKETED.sub(" ", text).split())).strip()
     text = _without_repeats(text)
     words = re.findall(r"[A-Za-z]{3,}", text)
     if len(words) < 2 or len(text) > 200 or text.lower() == question.lower().strip():
@@ -87,6 +94,9 @@ def clean_rewrite(text: str, question: str, terms: Sequence[str] = (),
             similarity is None or similarity(question, text) < REWRITE_MIN_SIMILARITY):
         return None  # about something else (often an answer, not a search)
     return text
+
+
+_BRACKETED = re.compile(r"\[[^\[\]]{0,40}\]")
 
 
 def _without_repeats(text: str) -> str:
