@@ -104,10 +104,32 @@ def make_build(v: Variant):
     return build
 
 
+PLAIN_TASK = ("Answer the question from the passages in 2-4 sentences. End each sentence with the label of "
+              "the passage it comes from, e.g. [S1].")
+# Variants of ragcli's own answer prompt that change one thing of its user message (prompt.answer_message):
+# the rest (system prompt, worked example, headers, neutralised marks, figures) is ragcli's, byte for byte.
+MESSAGE_VARIANTS = {
+    # the best passage last, next to the question (labels unchanged): small models use what is nearest
+    "ragcli-reversed": lambda blocks, instruction: (list(reversed(blocks)), instruction),
+    # the plain baseline's task line instead of ragcli's
+    "ragcli-plain-task": lambda blocks, instruction: (blocks, PLAIN_TASK),
+}
+
+
 def apply(name: str) -> Variant:
     """Install the variant for this process."""
     from ragcli.answer import prompt
 
+    if name in MESSAGE_VARIANTS:
+        original, change = prompt.answer_message, MESSAGE_VARIANTS[name]
+
+        def answer_message(question, blocks, instruction=prompt.ANSWER_INSTRUCTION):
+            if instruction != prompt.ANSWER_INSTRUCTION:  # the second chance keeps its own
+                return original(question, blocks, instruction)
+            return original(question, *change(list(blocks), instruction))
+
+        prompt.answer_message = answer_message
+        return Variant(system=prompt.ANSWER_SYSTEM, passages=prompt.ANSWER_SOURCES, example=True)
     v = VARIANTS[name]
     if name.startswith("ragcli-"):
         v = replace(v, system=prompt.ANSWER_SYSTEM)
