@@ -46,7 +46,7 @@ class CachedModel:
     def _key(self, messages, max_tokens, constraint, temperature) -> str:
         ident = self._model.params.get("file") or self._model.params.get("name")
         blob = json.dumps([ident, messages, max_tokens, _constraint_key(constraint), temperature,
-                           self._model.params.get("repeat_penalty")], sort_keys=True)
+                           self._model.params.get("repeat_penalty") or 1.0], sort_keys=True)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def chat(self, messages, *, max_tokens: int, constraint=None, stream: bool = False,
