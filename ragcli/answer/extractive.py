@@ -6,17 +6,17 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Optional
 
-from ragcli.text import overlap_words, sentences
+from ragcli.text import QUERY_STOPWORDS, overlap_words, sentences
 from ragcli.types import Source
 
 MAX_SENTENCES = 3
-SCAN_SOURCES = 5
-SCAN_SOURCES_STEPS = 8  # a procedure's steps are often a few passages down
 MAX_STEPS = 9  # items of a list answer
-LIST_ITEM_BONUS = 0.04  # a list of the book's own steps or signs is worth more than one sentence
-LIST_MARGIN = 0.05  # a list is the answer if its best items score this close to the best sentence
+MAX_ITEM_SENTENCES = 4  # a list item: its marked sentence and up to 3 that follow it
+WHOLE_OVERLAP = 0.2  # weight of the question's content words found in a candidate answer
+RANK_PENALTY = 0.01  # per rank of a candidate answer's best passage
 NEAR_DUPLICATE = 0.8  # share of the shorter sentence's words that makes two sentences one
 KIND_BONUS = 0.1  # a sentence of the kind the question asks for (an instruction, a definition, signs)
 SUMMARY_SENTENCES = 8
@@ -81,43 +81,181 @@ def _base_scores(embedder, query: str, found: list[tuple[str, int, int]], rank_p
 def answer(embedder, question: str, sources: list[Source]) -> tuple[str, list[str]]:
     """(answer text with [S1]-style labels, labels used in order).
 
-    The question's kind decides what answers it: a "what should I do / how do I" question gets the
-    book's numbered procedure around the best step, in order (one step per line); "what is" questions
-    prefer definitions, "signs of" questions signs. Figure captions, flattened tables and
-    cross-references are never an answer."""
+    Candidate answers are judged as wholes against the question: the best few sentences of all
+    retrieved passages, and the book's own blocks (a numbered or bulleted list with each item's
+    following sentences, one numbered item with its sentences: a technique's steps). Each is scored by
+    the cosine of its whole text to the question, the question's words it contains, and the share of
+    its sentences of the kind the question asks for (instructions for "what should I do / how do I",
+    definitions for "what is", signs for "signs of"). A block is given in the book's order, a list one
+    item a line. Figure captions, flattened tables and cross-references are never part of an answer."""
     kind = question_kind(question)
-    scanned = sources[:SCAN_SOURCES_STEPS if kind in ("steps", "signs") else SCAN_SOURCES]
-    found = [c for c in candidates(scanned, min_words=4) if not is_junk(c[0])]
+    found = [c for c in candidates(sources, min_words=4) if not is_junk(c[0])]
     scored = _scored(embedder, question, found, kind)
-    chosen = _listed(scored, scanned, kind) if kind in ("steps", "signs") else []
-    if not chosen:
-        chosen = pick_sentences(embedder, question, [c for _, c in scored], MAX_SENTENCES, scores=scored)
-        text = " ".join(f"{sentence.rstrip()} [{scanned[i].label}]" for sentence, i, _ in chosen)
-    else:
-        text = _as_list(chosen, scanned)
+    picked = pick_sentences(embedder, question, [c for _, c in scored], MAX_SENTENCES, scores=scored)
+    if not picked:
+        return "", []
+    options = [Block("sentences", [[c] for c in picked])] + [b for b in _blocks(sources) if _answers(b, kind)]
+    scores = _whole_scores(embedder, question, options, sources, kind)
+    best = max(range(len(options)), key=lambda n: (scores[n], -n))
+    chosen = options[best]
+    text = _render(chosen, sources)
     used: list[str] = []
-    for _, i, _ in chosen:
-        if scanned[i].label not in used:
-            used.append(scanned[i].label)
+    for _, i, _ in chosen.sentences():
+        if sources[i].label not in used:
+            used.append(sources[i].label)
     return text, used
 
 
-def _as_list(items, sources: list[Source]) -> str:
-    """A list answer, one item a line: "1." ... for a procedure, "- " for signs; the sentence that
-    opens the list (when it is one) as its first line."""
-    numbered = any(_NUMBERED.match(sentence) and (_step_number(sentence) or 0) for sentence, _, _ in items)
-    lines, n = [], 0
-    for sentence, i, _ in items:
-        item = re.sub(r"^.*?[:—-]\s*[•·▪]\s*", "", sentence) if not lines and "•" in sentence else sentence
-        if not lines and item != sentence:  # "These are— • Dehydration.": the opening, then the item
-            lines.append(f"{sentence[: len(sentence) - len(item)].rstrip(' •·▪')} [{sources[i].label}]")
-        elif not lines and not (_NUMBERED.match(sentence) or _STEP_MARKER.match(sentence)):
-            lines.append(f"{sentence.strip()} [{sources[i].label}]")
-            continue
-        n += 1
-        mark = f"{n}." if numbered else "-"
-        lines.append(f"{mark} {_STEP_MARKER.sub('', item).strip()} [{sources[i].label}]")
+Item = list[tuple[str, int, int]]  # a list item: its marked sentence, then the sentences that follow it
+
+
+@dataclass
+class Block:
+    """A candidate answer: "sentences" (picked one by one), "list" (the book's numbered or bulleted
+    list, `opener` the sentence that introduces it) or "item" (one numbered item and its sentences)."""
+    kind: str
+    items: list[Item]
+    opener: Optional[tuple[str, int, int]] = None
+    numbered: bool = False
+
+    def sentences(self) -> list[tuple[str, int, int]]:
+        return ([self.opener] if self.opener else []) + [c for item in self.items for c in item]
+
+
+def _answers(block: Block, kind: str) -> bool:
+    """Whether a block of the book can answer this kind of question: "what should I do" a block of
+    instructions (at least half its sentences), "signs of" a list that is not instructions."""
+    parts = block.sentences()
+    steps = sum(is_instruction(s) for s, _, _ in parts) / len(parts)
+    if kind == "steps":
+        return steps >= 0.5
+    if kind == "signs":
+        return block.kind == "list" and steps < 0.5
+    return kind != "yes_no"  # "should I ...?": an instruction answers it, not a whole procedure
+
+
+def _whole_scores(embedder, question: str, options: list[Block], sources: list[Source], kind: str) -> list[float]:
+    """Each candidate answer's relevance + WHOLE_OVERLAP x the share of the question's content words it
+    contains + KIND_BONUS x the share of its sentences of the question's kind - a small penalty for the
+    rank of its best passage. A block's relevance is the cosine to the question of its whole text under
+    its section headings (a procedure's steps rarely name their topic, their section does: "6-3.
+    Snakebites"), or of its lead (the sentence that names it: "(2) Perform the head-tilt/chin-lift
+    technique."), whichever is higher. Picked sentences were each chosen for their own match, so their
+    joined text overstates them: they are judged by the mean of each one's cosine and word share."""
+    def plain(sentence: str) -> str:
+        return _STEP_MARKER.sub("", sentence).strip()
+
+    texts, owners = [], []  # what is embedded, and for which option
+    for n, o in enumerate(options):
+        heads = _headings(o, sources)
+        if o.kind == "sentences":
+            parts = [f"{_headings(Block('sentences', [[c]]), sources)}: {plain(c[0])}" for c in o.sentences()]
+        else:
+            parts = [f"{heads}: " + " ".join(plain(c[0]) for c in o.sentences()), plain(o.sentences()[0][0])]
+        texts += parts
+        owners += [n] * len(parts)
+    vecs = embedder.embed([question] + texts)
+    cos = vecs[1:] @ vecs[0]
+    asked = overlap_words(question) - QUERY_STOPWORDS
+    want = _WANT.get(kind)
+    out = []
+    for n, o in enumerate(options):
+        parts = o.sentences()
+        mine = [float(c) for c, owner in zip(cos, owners) if owner == n]
+        share = sum(sentence_kind(s) == want for s, _, _ in parts) / len(parts) if want else 0.0
+        if o.kind == "sentences":
+            relevance = sum(mine) / len(mine)
+            overlap = sum(len(asked & overlap_words(s)) for s, _, _ in parts) / len(parts) / max(1, len(asked))
+        else:
+            relevance = max(mine)
+            overlap = len(asked & overlap_words(" ".join(s for s, _, _ in parts))) / max(1, len(asked))
+        rank = min(i for _, i, _ in parts)
+        out.append(relevance + WHOLE_OVERLAP * overlap + KIND_BONUS * share - RANK_PENALTY * rank)
+    return out
+
+
+def _headings(block: Block, sources: list[Source]) -> str:
+    """The section headings of a candidate's passages (a procedure's steps rarely name their topic;
+    their section does: "6-3. Snakebites")."""
+    out: list[str] = []
+    for _, i, _ in block.sentences():
+        path = sources[i].hit.section_path
+        if path and path[-1] not in out:
+            out.append(path[-1])
+    return "; ".join(out)
+
+
+def _render(block: Block, sources: list[Source]) -> str:
+    """Sentences and one item: prose, each sentence with its label. A list: the opener, then one item
+    a line ("1." for a numbered list, "- " for bullets), each sentence with its label."""
+    def labelled(part: list[tuple[str, int, int]]) -> str:
+        return " ".join(f"{_STEP_MARKER.sub('', s).strip()} [{sources[i].label}]" for s, i, _ in part)
+
+    if block.kind != "list":
+        return labelled(block.sentences())
+    lines = [labelled([block.opener])] if block.opener else []
+    for n, item in enumerate(block.items, 1):
+        lines.append(f"{n}. {labelled(item)}" if block.numbered else f"- {labelled(item)}")
     return "\n".join(lines)
+
+
+def _blocks(sources: list[Source]) -> list[Block]:
+    """The book's lists and numbered items in the retrieved passages (passages next to each other in
+    the book read as one text): every numbered or lettered list of one marker style counting up
+    ((1), (2) ... or a., b. ...), every run of bullets, and every numbered item alone; each item with
+    the sentences after it up to the next marked sentence (at most MAX_ITEM_SENTENCES)."""
+    out: list[Block] = []
+    for run in _reading_runs(sources):
+        styles = [_marker_style(s) for s, _, _ in run]
+        items: dict[int, Item] = {}
+        for at, style in enumerate(styles):
+            if style is None:
+                continue
+            item = [run[at]]
+            for nxt in range(at + 1, len(run)):
+                if styles[nxt] is not None or len(item) >= MAX_ITEM_SENTENCES:
+                    break
+                item.append(run[nxt])
+            items[at] = item
+            if style != "bullet" and len(item) > 1:
+                out.append(Block("item", [item]))
+        for style in sorted({s for s in styles if s}):
+            current: list[int] = []
+            for at, st in enumerate(styles):
+                if st != style:
+                    if style == "bullet" and st is not None:  # a numbered sentence ends a bulleted list
+                        current = _close(out, run, items, current, style)
+                    continue
+                if current and (style == "bullet" or _step_number(run[at][0]) == _step_number(run[current[-1]][0]) + 1):
+                    current.append(at)
+                    continue
+                current = _close(out, run, items, current, style)
+                current = [at]
+            _close(out, run, items, current, style)
+    return out
+
+
+def _close(out: list[Block], run, items: dict[int, Item], current: list[int], style: str) -> list[int]:
+    """Adds the list of the items at `current` (two or more) to `out`, its opening sentence first when
+    the sentence before it introduces it ("... the following signs and symptoms:", "Some of these are—")."""
+    if len(current) >= 2:
+        first = current[0]
+        opener = run[first - 1] if first and re.search(r"\bfollowing\b|[:—-]\s*$", run[first - 1][0]) else None
+        out.append(Block("list", [items[at][: MAX_ITEM_SENTENCES] for at in current[:MAX_STEPS]], opener,
+                         numbered=style != "bullet"))
+    return []
+
+
+def _marker_style(sentence: str) -> Optional[str]:
+    """How a sentence is marked as a list item: "(1)", "(a)", "1.", "a." or "bullet"; None if not."""
+    if re.match(r"\s*[•·▪]", sentence):
+        return "bullet"
+    m = _NUMBERED.match(sentence)
+    if not m:
+        return None
+    mark = m.group(1) or m.group(2)
+    kind = "digit" if mark.isdigit() else "letter"
+    return f"({kind})" if m.group(1) else f"{kind}."
 
 
 # ------------------------------------------------------------------------------ question and sentence kinds
@@ -149,12 +287,14 @@ def question_kind(question: str) -> str:
 _STEP_MARKER = re.compile(r"^\s*(?:\((?:\d{1,2}|[a-z])\)|\d{1,2}[.)]|[a-z][.)]|[•·▪-])\s+")
 _NUMBERED = re.compile(r"^\s*(?:\((\d{1,2}|[a-z])\)|(\d{1,2}|[a-h])[.)])\s+")
 _LEAD_LABEL = re.compile(r"^(?:(?:CAUTION|WARNING|NOTE|DANGER)\s+)+")
-_IMPERATIVE = frozenset("""apply ask assist avoid bandage begin bend call check clean clear close continue cool cover
-    cut do don't drag dress drink ease elevate encourage ensure evacuate fan feel flush fold get give grasp
-    have hold identify immobilize immerse insert keep kneel lay leave let lift listen loosen look lower
-    maintain make mark massage monitor move never open pad pinch place position pour prepare press prevent
-    protect pull put reassure recheck release remove repeat rest rewarm roll rub scrape secure seek send
-    slide soak splint stand start stay stop support take tell tie transport treat try turn twist use wash
+_IMPERATIVE = frozenset("""administer allow apply ask assess assist attempt avoid bandage begin bend blow bring call
+    carry check clean cleanse clear close continue cool cover cut deliver determine do don't drag dress drink dry
+    ease elevate encourage ensure evacuate evaluate examine exert expose fan feel fill flush fold get give grasp
+    have hold identify immobilize immerse improvise inject insert inspect keep kill kneel lay leave let lift
+    listen loosen look lower maintain make mark massage monitor move never notify observe open pad perform pinch
+    place position pour prepare press prevent protect pull put raise reassure recheck release remove repeat
+    reposition rest rewarm rinse roll rub save scrape secure seek send slide soak splint squat squeeze stand
+    start stay stop straighten support take tell thaw tie tilt transport treat try turn twist use warm wash
     watch wipe wrap""".split())
 _DEFINITION = re.compile(r"\b(?:is|are) (?:a|an|the|caused|defined|called|usually|generally)\b|\bmeans\b|"
                          r"\brefers? to\b|\bresults? from\b", re.I)
@@ -172,7 +312,7 @@ def is_instruction(sentence: str) -> bool:
         return False
     if words[0].lower() in _IMPERATIVE or re.match(r"(?:do not|don't|never)\b", body, re.I):
         return True
-    if re.match(r"(?:if|when|unless|before|after|until|once|while|in case|should)\b", body, re.I):
+    if re.match(r"(?:if|when|unless|before|after|until|once|while|in case|should|to)\b", body, re.I):
         for then in re.findall(r"[,;]\s*(?:then\s+)?([A-Za-z']+)", body):
             if then.lower() in _IMPERATIVE or then.lower() in ("do", "never"):
                 return True
@@ -200,79 +340,21 @@ def is_junk(sentence: str) -> bool:
     return bool(_CAPTION.search(sentence) or _XREF.search(sentence))
 
 
+_WANT = {"steps": "step", "yes_no": "step", "signs": "signs", "definition": "definition"}  # sentence kind
+
+
 def _scored(embedder, question: str, found, kind: str) -> list[tuple[float, tuple[str, int, int]]]:
     """Each candidate with pick_sentences' score plus a bonus when it is of the question's kind."""
     if not found:
         return []
     base = _base_scores(embedder, question, found)
-    want = {"steps": "step", "yes_no": "step", "signs": "signs", "definition": "definition"}.get(kind)
+    want = _WANT.get(kind)
     out = []
     for score, c in zip(base, found):
         if want and sentence_kind(c[0]) == want:
             score += KIND_BONUS
         out.append((score, c))
     return out
-
-
-def _listed(scored, sources: list[Source], kind: str) -> list[tuple[str, int, int]]:
-    """The book's own list that best answers, its items in order: for "steps" a numbered procedure
-    ("(1) Place ...", "(2) If ..., keep ...") or a bulleted list of instructions, for "signs" a
-    bulleted list ("• Sweaty but cool skin."). Retrieved passages that follow each other in the book
-    are read as one text (their overlap once). The list whose best items match the question best wins
-    if it scores close to the best single sentence."""
-    by_text = {c[0]: score for score, c in scored}
-    if not by_text:
-        return []
-    lists: list[list[tuple[str, int, int]]] = []
-    for run in _reading_runs(sources):
-        found = _numbered_lists(run, instructions=kind == "steps")
-        found += _bulleted_lists(run, instructions=kind == "steps")
-        for items in found:  # the sentence that opens the list ("The following are the signs of shock.")
-            at = run.index(items[0])
-            if at and re.search(r"\bfollowing\b|[:—-]\s*$", run[at - 1][0]):
-                items.insert(0, run[at - 1])
-        lists += found
-
-    def score(items) -> float:  # its best item (or the sentence that opens it), more for more items
-        best = max((by_text[it[0]] for it in items if it[0] in by_text), default=-1.0)
-        return best + LIST_ITEM_BONUS * min(len(items), 5)
-
-    if not lists:
-        return []
-    best = max(lists, key=score)
-    return best[:MAX_STEPS] if score(best) >= max(by_text.values()) - LIST_MARGIN else []
-
-
-def _numbered_lists(run, instructions: bool) -> list[list[tuple[str, int, int]]]:
-    """Numbered or lettered items counting up from where they start ((1), (2) ... or (a), (b) ...);
-    for a procedure, instructions only."""
-    out, current = [], []
-    for item in run:
-        if not _NUMBERED.match(item[0]) or (instructions and not is_instruction(item[0])):
-            continue
-        if current and _step_number(item[0]) == _step_number(current[-1][0]) + 1:
-            current.append(item)
-            continue
-        if len(current) >= 2:
-            out.append(current)
-        current = [item]
-    return out + ([current] if len(current) >= 2 else [])
-
-
-def _bulleted_lists(run, instructions: bool) -> list[list[tuple[str, int, int]]]:
-    """Runs of sentences that are bullet items ("• ..."), the sentence that opens the list first when
-    the first bullet came joined to it ("... signs and symptoms: • Sweaty but cool skin.")."""
-    out, current = [], []
-    for item in run:
-        text = item[0]
-        bullet = bool(re.match(r"\s*[•·▪]", text)) or bool(re.search(r"[:—-]\s*[•·▪]", text))
-        if bullet and (not instructions or is_instruction(re.sub(r"^.*?[•·▪]\s*", "", text))):
-            current.append(item)
-            continue
-        if len(current) >= 2:
-            out.append(current)
-        current = []
-    return out + ([current] if len(current) >= 2 else [])
 
 
 def _step_number(sentence: str) -> int:
@@ -299,7 +381,7 @@ def _reading_runs(sources: list[Source]) -> list[list[tuple[str, int, int]]]:
         while (book, pid) in by_id:
             k = by_id[(book, pid)]
             previous = ""
-            for j, sentence in enumerate(sentences(neutralise(sources[k].hit.text))):
+            for j, sentence in enumerate(_marks_joined(sentences(neutralise(sources[k].hit.text)))):
                 key = sentence.strip().lower()
                 caption = _CAPTION.search(previous) and len(sentence.split()) <= 8
                 if key not in seen and not is_junk(sentence) and not caption:
@@ -309,6 +391,20 @@ def _reading_runs(sources: list[Source]) -> list[list[tuple[str, int, int]]]:
             pid += 1
         runs.append(run)
     return runs
+def _marks_joined(parts: list[str]) -> list[str]:
+    """A list mark split off as a sentence of its own ("d.", "(1)") joined to the sentence it marks."""
+    out: list[str] = []
+    for part in parts:
+        if out and _BARE_MARK.match(out[-1]):
+            out[-1] = f"{out[-1].strip()} {part}"
+        else:
+            out.append(part)
+    return out
+
+
+_BARE_MARK = re.compile(r"^\s*(?:\((?:\d{1,2}|[a-z])\)|\d{1,2}[.)]|[a-z][.)]|[•·▪])\s*$")
+
+
 def summary(embedder, topic: str, sources: list[Source]) -> tuple[str, list[str]]:
     """Key sentences about `topic`, grouped under their book sections in reading order, each with
     its label. Returns (text, labels used in order)."""
