@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from ragcli.text import QUERY_STOPWORDS, overlap_words, sentences
+from ragcli.text import QUERY_STOPWORDS, STOPWORDS, overlap_words, sentences, stem
 from ragcli.types import Source
 
 MAX_SENTENCES = 3
@@ -17,6 +17,7 @@ MAX_STEPS = 9  # items of a list answer
 MAX_ITEM_SENTENCES = 4  # a list item: its marked sentence and up to 3 that follow it
 WHOLE_OVERLAP = 0.2  # weight of the question's content words found in a candidate answer
 RANK_PENALTY = 0.01  # per rank of a candidate answer's best passage
+NAMED_BONUS = 0.2  # a numbered item the question names by its title ("jaw-thrust technique"): its steps answer
 NEAR_DUPLICATE = 0.8  # share of the shorter sentence's words that makes two sentences one
 KIND_BONUS = 0.1  # a sentence of the kind the question asks for (an instruction, a definition, signs)
 SUMMARY_SENTENCES = 8
@@ -35,8 +36,7 @@ def candidates(sources: list[Source], max_words: int = 10_000, min_words: int = 
             continue
         previous = ""
         for j, sentence in enumerate(sentences(neutralise(source.hit.text))):
-            caption = _CAPTION.search(previous) and len(sentence.split()) <= 8  # "Figure 6-8." "Constricting band."
-            if min_words <= len(sentence.split()) <= max_words and not caption:
+            if min_words <= len(sentence.split()) <= max_words and not is_caption(previous, sentence):
                 out.append((sentence.strip(), i, j))
             previous = sentence
     return out
@@ -125,7 +125,7 @@ class Block:
 def _answers(block: Block, kind: str) -> bool:
     """Whether a block of the book can answer this kind of question: "what should I do" a block of
     instructions (at least half its sentences), "signs of" a list that is not instructions."""
-    parts = block.sentences()
+    parts = [c for item in block.items for c in item]
     steps = sum(is_instruction(s) for s, _, _ in parts) / len(parts)
     if kind == "steps":
         return steps >= 0.5
@@ -151,7 +151,7 @@ def _whole_scores(embedder, question: str, options: list[Block], sources: list[S
         if o.kind == "sentences":
             parts = [f"{_headings(Block('sentences', [[c]]), sources)}: {plain(c[0])}" for c in o.sentences()]
         else:
-            parts = [f"{heads}: " + " ".join(plain(c[0]) for c in o.sentences()), plain(o.sentences()[0][0])]
+            parts = [f"{heads}: " + " ".join(plain(c[0]) for c in o.sentences()), plain(o.items[0][0][0])]
         texts += parts
         owners += [n] * len(parts)
     vecs = embedder.embed([question] + texts)
@@ -170,8 +170,18 @@ def _whole_scores(embedder, question: str, options: list[Block], sources: list[S
             relevance = max(mine)
             overlap = len(asked & overlap_words(" ".join(s for s, _, _ in parts))) / max(1, len(asked))
         rank = min(i for _, i, _ in parts)
-        out.append(relevance + WHOLE_OVERLAP * overlap + KIND_BONUS * share - RANK_PENALTY * rank)
+        named = NAMED_BONUS if o.kind == "item" and _names(question, o.items[0][0][0]) else 0.0
+        out.append(relevance + WHOLE_OVERLAP * overlap + KIND_BONUS * share + named - RANK_PENALTY * rank)
     return out
+
+
+def _names(question: str, lead: str) -> bool:
+    """Whether the question names a numbered item by its title ("Jaw-thrust technique for a casualty
+    with ..." names "(1) Perform the jaw-thrust technique."): every content word of the item's first
+    sentence but its verb, at least two, is in the question."""
+    asked = {stem(w) for w in overlap_words(question)}
+    title = {stem(w) for w in overlap_words(_STEP_MARKER.sub("", lead)) - QUERY_STOPWORDS - STOPWORDS - _IMPERATIVE}
+    return len(title) >= 2 and title <= asked
 
 
 def _headings(block: Block, sources: list[Source]) -> str:
@@ -219,6 +229,9 @@ def _blocks(sources: list[Source]) -> list[Block]:
             items[at] = item
             if style != "bullet" and len(item) > 1:
                 out.append(Block("item", [item]))
+                opener = _opener(run, at)
+                if opener and styles[at - 1] is None:
+                    out.append(Block("item", [item], opener=opener))
         for style in sorted({s for s in styles if s}):
             current: list[int] = []
             for at, st in enumerate(styles):
@@ -240,10 +253,18 @@ def _close(out: list[Block], run, items: dict[int, Item], current: list[int], st
     the sentence before it introduces it ("... the following signs and symptoms:", "Some of these are—")."""
     if len(current) >= 2:
         first = current[0]
-        opener = run[first - 1] if first and re.search(r"\bfollowing\b|[:—-]\s*$", run[first - 1][0]) else None
+        opener = _opener(run, first)
         out.append(Block("list", [items[at][: MAX_ITEM_SENTENCES] for at in current[:MAX_STEPS]], opener,
                          numbered=style != "bullet"))
     return []
+
+
+def _opener(run, at: int) -> Optional[tuple[str, int, int]]:
+    """The sentence before run[at] when it introduces what follows ("... the following signs and
+    symptoms:", "Some of these are—", "... is performed as follows:")."""
+    if at and re.search(r"\b(?:following|as follows)\b|[:—-]\s*$", run[at - 1][0]):
+        return run[at - 1]
+    return None
 
 
 def _marker_style(sentence: str) -> Optional[str]:
@@ -316,7 +337,7 @@ def is_instruction(sentence: str) -> bool:
         for then in re.findall(r"[,;]\s*(?:then\s+)?([A-Za-z']+)", body):
             if then.lower() in _IMPERATIVE or then.lower() in ("do", "never"):
                 return True
-    return bool(re.search(r"\b(?:you|he|casualty|they) (?:should|must)\b|\bshould (?:not )?be\b", body, re.I))
+    return bool(re.search(r"\b(?:should|must)\b", body, re.I))
 
 
 def sentence_kind(sentence: str) -> str:
@@ -329,6 +350,11 @@ def sentence_kind(sentence: str) -> str:
     if _SIGNS.search(body):
         return "signs"
     return "other"
+
+
+def is_caption(previous: str, sentence: str) -> bool:
+    """A figure's title after its number ("Figure 6-8." then "Constricting band.")."""
+    return bool(_CAPTION.search(previous)) and len(sentence.split()) <= 12 and not _STEP_MARKER.match(sentence)
 
 
 def is_junk(sentence: str) -> bool:
@@ -383,8 +409,7 @@ def _reading_runs(sources: list[Source]) -> list[list[tuple[str, int, int]]]:
             previous = ""
             for j, sentence in enumerate(_marks_joined(sentences(neutralise(sources[k].hit.text)))):
                 key = sentence.strip().lower()
-                caption = _CAPTION.search(previous) and len(sentence.split()) <= 8
-                if key not in seen and not is_junk(sentence) and not caption:
+                if key not in seen and not is_junk(sentence) and not is_caption(previous, sentence):
                     seen.add(key)
                     run.append((sentence.strip(), k, j))
                 previous = sentence
