@@ -334,7 +334,7 @@ def is_instruction(sentence: str) -> bool:
     if words[0].lower() in _IMPERATIVE or re.match(r"(?:do not|don't|never)\b", body, re.I):
         return True
     if re.match(r"(?:if|when|unless|before|after|until|once|while|in case|should|to)\b", body, re.I):
-        for then in re.findall(r"[,;]\s*(?:then\s+)?([A-Za-z']+)", body):
+        for then in re.findall(r"(?:[,;]\s*|\bthen\s+)(?:then\s+)?([A-Za-z']+)", body):  # "If ..., (then) apply"
             if then.lower() in _IMPERATIVE or then.lower() in ("do", "never"):
                 return True
     return bool(re.search(r"\b(?:should|must)\b", body, re.I))
