@@ -417,17 +417,32 @@ def _reading_runs(sources: list[Source]) -> list[list[tuple[str, int, int]]]:
         runs.append(run)
     return runs
 def _marks_joined(parts: list[str]) -> list[str]:
-    """A list mark split off as a sentence of its own ("d.", "(1)") joined to the sentence it marks."""
-    out: list[str] = []
+    """The sentence splitter's pieces as list items: a list mark or a label split off as a sentence of
+    its own ("d.", "(1)", "NOTE") joined to the sentence it marks, a mark left at the end of the
+    sentence before ("... the obstruction. c.") moved to its own, bullets run into one sentence
+    ("... by— • Moving him ...") split apart."""
+    pieces: list[str] = []
     for part in parts:
+        pieces += [p for p in re.split(r"(?<=\S)\s+(?=[•·▪]\s)", part) if p.strip()]
+    out: list[str] = []
+    carry = ""
+    for part in pieces:
+        part = f"{carry} {part}".strip() if carry else part
+        carry = ""
+        trailing = _TRAILING_MARK.search(part)
+        if trailing:
+            part, carry = part[: trailing.start()].rstrip(), trailing.group(1)
         if out and _BARE_MARK.match(out[-1]):
             out[-1] = f"{out[-1].strip()} {part}"
         else:
             out.append(part)
+    if out and _BARE_MARK.match(out[-1]):
+        out.pop()  # a mark or label that ends the passage: its sentence is in the next one
     return out
 
 
-_BARE_MARK = re.compile(r"^\s*(?:\((?:\d{1,2}|[a-z])\)|\d{1,2}[.)]|[a-z][.)]|[•·▪])\s*$")
+_BARE_MARK = re.compile(r"^\s*(?:\((?:\d{1,2}|[a-z])\)|\d{1,2}[.)]|[a-z][.)]|[•·▪]|NOTES?|CAUTION|WARNING|DANGER)\s*$")
+_TRAILING_MARK = re.compile(r"(?<=[.!?)])\s+(\((?:\d{1,2}|[a-z])\)|[a-z]\.)$")
 
 
 def summary(embedder, topic: str, sources: list[Source]) -> tuple[str, list[str]]:
