@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from ragcli.text import QUERY_STOPWORDS, STOPWORDS, overlap_words, sentences, stem
@@ -112,14 +112,15 @@ Item = list[tuple[str, int, int]]  # a list item: its marked sentence, then the 
 @dataclass
 class Block:
     """A candidate answer: "sentences" (picked one by one), "list" (the book's numbered or bulleted
-    list, `opener` the sentence that introduces it) or "item" (one numbered item and its sentences)."""
+    list) or "item" (one numbered item and its sentences); `intro`: the sentences that introduce it
+    ("... the following signs and symptoms:", or the item a list belongs to)."""
     kind: str
     items: list[Item]
-    opener: Optional[tuple[str, int, int]] = None
+    intro: list[tuple[str, int, int]] = field(default_factory=list)
     numbered: bool = False
 
     def sentences(self) -> list[tuple[str, int, int]]:
-        return ([self.opener] if self.opener else []) + [c for item in self.items for c in item]
+        return list(self.intro) + [c for item in self.items for c in item]
 
 
 def _answers(block: Block, kind: str) -> bool:
@@ -147,11 +148,11 @@ def _whole_scores(embedder, question: str, options: list[Block], sources: list[S
 
     texts, owners = [], []  # what is embedded, and for which option
     for n, o in enumerate(options):
-        heads = _headings(o, sources)
-        if o.kind == "sentences":
-            parts = [f"{_headings(Block('sentences', [[c]]), sources)}: {plain(c[0])}" for c in o.sentences()]
-        else:
-            parts = [f"{heads}: " + " ".join(plain(c[0]) for c in o.sentences()), plain(o.items[0][0][0])]
+        if o.kind == "sentences":  # each under its own heading
+            parts = [f"{_headings([c], sources)}: {plain(c[0])}" for c in o.sentences()]
+        else:  # the whole under its headings, and the lead
+            parts = [f"{_headings(o.sentences(), sources)}: " + " ".join(plain(c[0]) for c in o.sentences()),
+                     plain(o.items[0][0][0])]
         texts += parts
         owners += [n] * len(parts)
     vecs = embedder.embed([question] + texts)
@@ -184,11 +185,11 @@ def _names(question: str, lead: str) -> bool:
     return len(title) >= 2 and title <= asked
 
 
-def _headings(block: Block, sources: list[Source]) -> str:
-    """The section headings of a candidate's passages (a procedure's steps rarely name their topic;
+def _headings(parts: list[tuple[str, int, int]], sources: list[Source]) -> str:
+    """The section headings of the sentences' passages (a procedure's steps rarely name their topic;
     their section does: "6-3. Snakebites")."""
     out: list[str] = []
-    for _, i, _ in block.sentences():
+    for _, i, _ in parts:
         path = sources[i].hit.section_path
         if path and path[-1] not in out:
             out.append(path[-1])
@@ -196,14 +197,14 @@ def _headings(block: Block, sources: list[Source]) -> str:
 
 
 def _render(block: Block, sources: list[Source]) -> str:
-    """Sentences and one item: prose, each sentence with its label. A list: the opener, then one item
+    """Sentences and one item: prose, each sentence with its label. A list: its intro, then one item
     a line ("1." for a numbered list, "- " for bullets), each sentence with its label."""
     def labelled(part: list[tuple[str, int, int]]) -> str:
         return " ".join(f"{_STEP_MARKER.sub('', s).strip()} [{sources[i].label}]" for s, i, _ in part)
 
     if block.kind != "list":
         return labelled(block.sentences())
-    lines = [labelled([block.opener])] if block.opener else []
+    lines = [labelled(block.intro)] if block.intro else []
     for n, item in enumerate(block.items, 1):
         lines.append(f"{n}. {labelled(item)}" if block.numbered else f"- {labelled(item)}")
     return "\n".join(lines)
@@ -212,8 +213,9 @@ def _render(block: Block, sources: list[Source]) -> str:
 def _blocks(sources: list[Source]) -> list[Block]:
     """The book's lists and numbered items in the retrieved passages (passages next to each other in
     the book read as one text): every numbered or lettered list of one marker style counting up
-    ((1), (2) ... or a., b. ...), every run of bullets, and every numbered item alone; each item with
-    the sentences after it up to the next marked sentence (at most MAX_ITEM_SENTENCES)."""
+    ((1), (2) ... or a., b. ...), every run of bullets, every numbered item alone, and an item with
+    the list it holds ("d. Get the casualty to an MTF ..." then its steps "(1)" ... "(5)"); each item
+    with the sentences after it up to the next marked sentence (at most MAX_ITEM_SENTENCES)."""
     out: list[Block] = []
     for run in _reading_runs(sources):
         styles = [_marker_style(s) for s, _, _ in run]
@@ -231,32 +233,40 @@ def _blocks(sources: list[Source]) -> list[Block]:
                 out.append(Block("item", [item]))
                 opener = _opener(run, at)
                 if opener and styles[at - 1] is None:
-                    out.append(Block("item", [item], opener=opener))
-        for style in sorted({s for s in styles if s}):
-            current: list[int] = []
-            for at, st in enumerate(styles):
-                if st != style:
-                    if style == "bullet" and st is not None:  # a numbered sentence ends a bulleted list
-                        current = _close(out, run, items, current, style)
-                    continue
-                if current and (style == "bullet" or _step_number(run[at][0]) == _step_number(run[current[-1]][0]) + 1):
-                    current.append(at)
-                    continue
-                current = _close(out, run, items, current, style)
-                current = [at]
-            _close(out, run, items, current, style)
+                    out.append(Block("item", [item], intro=[opener]))
+        lists = [(style, found) for style in sorted({s for s in styles if s}) for found in _lists(run, styles, style)]
+        for style, found in lists:
+            opener = _opener(run, found[0])
+            out.append(Block("list", [items[at] for at in found[:MAX_STEPS]], [opener] if opener else [],
+                             numbered=style != "bullet"))
+        for at, style in enumerate(styles):  # an item and the list inside it
+            if style is None or style == "bullet":
+                continue
+            end = next((k for k in range(at + 1, len(run)) if styles[k] == style), len(run))
+            for inner, found in lists:
+                if inner != style and at < found[0] < end:
+                    out.append(Block("list", [items[k] for k in found[:MAX_STEPS]], items[at],
+                                     numbered=inner != "bullet"))
     return out
 
 
-def _close(out: list[Block], run, items: dict[int, Item], current: list[int], style: str) -> list[int]:
-    """Adds the list of the items at `current` (two or more) to `out`, its opening sentence first when
-    the sentence before it introduces it ("... the following signs and symptoms:", "Some of these are—")."""
-    if len(current) >= 2:
-        first = current[0]
-        opener = _opener(run, first)
-        out.append(Block("list", [items[at][: MAX_ITEM_SENTENCES] for at in current[:MAX_STEPS]], opener,
-                         numbered=style != "bullet"))
-    return []
+def _lists(run, styles: list[Optional[str]], style: str) -> list[list[int]]:
+    """The positions of the items of each list of `style` in the run (two items or more): bullets in a
+    row, or numbered items counting up; a numbered sentence of another style ends a bulleted list."""
+    out: list[list[int]] = []
+    current: list[int] = []
+    for at, st in enumerate(styles):
+        if st != style:
+            if style == "bullet" and st is not None:
+                out += [current] if len(current) >= 2 else []
+                current = []
+            continue
+        if current and (style == "bullet" or _step_number(run[at][0]) == _step_number(run[current[-1]][0]) + 1):
+            current.append(at)
+            continue
+        out += [current] if len(current) >= 2 else []
+        current = [at]
+    return out + ([current] if len(current) >= 2 else [])
 
 
 def _opener(run, at: int) -> Optional[tuple[str, int, int]]:
