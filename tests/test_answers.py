@@ -98,6 +98,76 @@ def test_extractive_answer_gives_the_procedure_in_order(embedder):
     assert set(used) <= {s.label for s in sources}
 
 
+def test_extractive_procedure_keeps_the_item_that_holds_it(embedder):
+    # "d. Get the casualty to an MTF ..." holds the steps (1)-(5): the answer gives it first, then the steps
+    sources = _sources([322, 320, 323, 321, 319])
+    text, _ = extractive.answer(embedder, "what should I do if someone is bitten by a snake", sources)
+    lines = text.splitlines()
+    assert lines[0].startswith("Get the casualty to an MTF") and "lie quietly" in lines[0], text
+    assert "d. Get" not in text and "(1)" not in text  # the book's marks give way to the answer's own
+
+
+def test_extractive_snakebite_without_the_numbered_steps(embedder):
+    # issue 16: retrieval brought only step (1) of the procedure; before, the answer was three loose
+    # sentences ("... attempt to kill it and send it with the casualty"); now it is item d's instructions
+    sources = _sources([320, 319])
+    text, _ = extractive.answer(embedder, "what should I do if someone is bitten by a snake", sources)
+    assert text.startswith("Get the casualty to an MTF as soon as possible"), text
+    assert "lie quietly" in text and "DO NOT elevate the limb" in text
+
+
+def test_extractive_technique_question_gets_its_steps_not_its_introduction(embedder):
+    # the airway pages: the a.-c. overview mentions both techniques, (1) and (2) give their steps
+    sources = _sources([67, 66, 68, 69, 70])
+    text, _ = extractive.answer(embedder, "Jaw-thrust technique for a casualty with a suspected neck injury", sources)
+    assert text.startswith("Perform the jaw-thrust technique."), text
+    assert "angles of the casualty’s lower jaw" in text and "head-tilt" not in text
+    text, _ = extractive.answer(embedder, "Head-tilt/chin-lift technique of opening the airway", sources)
+    assert text.startswith("Perform the head-tilt/chin-lift technique."), text
+    assert "forehead" in text and "bony part of the lower jaw" in text and "jaw-thrust" not in text
+
+
+def test_list_items_keep_their_sentences():
+    # "(b) Femoral pulse." is a title; its instruction is the sentence after it; the figure's title is no item
+    lists = [b for b in extractive._blocks(_sources([41])) if b.kind == "list"]
+    assert len(lists) == 1 and lists[0].numbered
+    items = [[s for s, _, _ in item] for item in lists[0].items]
+    assert [item[0] for item in items] == ["(a) Carotid pulse.", "(b) Femoral pulse.", "(c) Radial pulse.",
+                                           "(d) Posterior tibial pulse."]
+    assert items[1][1].startswith("To check the femoral pulse, press the tips of your first two fingers")
+    assert not any(s.startswith("Figure 1-3") or s == "Femoral pulse." for item in items for s in item)
+    text = extractive._render(lists[0], _sources([41]))
+    assert text.splitlines()[1].startswith("2. Femoral pulse. [S1] To check the femoral pulse, press")
+
+
+def test_marks_and_labels_split_off_by_the_sentence_splitter_are_joined():
+    runs = extractive._reading_runs(_sources([89, 90]))
+    said = [s for run in runs for s, _, _ in run]
+    assert "d. Get" not in said  # (not in these passages; see the snake tests)
+    assert any(s.startswith("c. Listen for high pitched sounds") for s in said), said
+    assert not any(s.rstrip().endswith(" c.") for s in said)
+    assert "NOTE" not in said  # a label alone at the end of a passage
+    assert any(s.startswith("NOTE The manual thrust") for s in said)
+    assert extractive._marks_joined(["Cool him by— • Moving him to shade. • Fanning him."]) == [
+        "Cool him by—", "• Moving him to shade.", "• Fanning him."]
+    assert extractive._marks_joined(["d.", "Get the casualty to an MTF."]) == ["d. Get the casualty to an MTF."]
+
+
+def test_instructions_the_picker_recognises():
+    assert extractive.is_instruction("To check the femoral pulse, press the tips of your first two fingers.")
+    assert extractive.is_instruction("NOTE If bleeding continues and all other measures have failed (dressings "
+                                     "and covering wound) then apply digital pressure.")
+    assert extractive.is_instruction("(1) Perform the jaw-thrust technique.")
+    assert extractive.is_instruction("The rescuer’s elbows should rest on the surface.")
+    assert not extractive.is_instruction("The jaw-thrust is the safest first approach to opening the airway.")
+
+
+def test_a_figure_title_after_its_number_is_not_an_answer():
+    assert extractive.is_caption("Figure 7-2.", "Nerve Agent Antidote Kit, MARK I, CANA, and ATNAA.")
+    assert not extractive.is_caption("Figure 6-8.", "(2) If the bite is located on an arm or leg, immobilize it.")
+    assert not extractive.is_caption("Keep him warm.", "Nerve Agent Antidote Kit, MARK I, CANA, and ATNAA.")
+
+
 def test_extractive_signs_question_gets_the_books_list(embedder):
     text, _ = extractive.answer(embedder, "Signs and symptoms of shock", _sources([126]))
     assert "Sweaty but cool skin" in text and "Thirst" in text
