@@ -81,13 +81,14 @@ def _base_scores(embedder, query: str, found: list[tuple[str, int, int]], rank_p
 def answer(embedder, question: str, sources: list[Source]) -> tuple[str, list[str]]:
     """(answer text with [S1]-style labels, labels used in order).
 
-    Candidate answers are judged as wholes against the question: the best few sentences of all
-    retrieved passages, and the book's own blocks (a numbered or bulleted list with each item's
-    following sentences, one numbered item with its sentences: a technique's steps). Each is scored by
-    the cosine of its whole text to the question, the question's words it contains, and the share of
-    its sentences of the kind the question asks for (instructions for "what should I do / how do I",
-    definitions for "what is", signs for "signs of"). A block is given in the book's order, a list one
-    item a line. Figure captions, flattened tables and cross-references are never part of an answer."""
+    Candidate answers are judged as wholes against the question (`_whole_scores`): the best few
+    sentences of all retrieved passages, and the book's own blocks that can answer the question's kind
+    (a numbered or bulleted list with each item's following sentences, one numbered item with its
+    sentences: a technique's steps, an item with the list it holds), scored by relevance, the
+    question's words they contain and the share of their sentences of the kind asked (instructions
+    for "what should I do / how do I", definitions for "what is", signs for "signs of"). A block is
+    given in the book's order, a list one item a line. Figure captions, flattened tables and
+    cross-references are never part of an answer."""
     kind = question_kind(question)
     found = [c for c in candidates(sources, min_words=4) if not is_junk(c[0])]
     scored = _scored(embedder, question, found, kind)
