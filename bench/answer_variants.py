@@ -116,10 +116,33 @@ MESSAGE_VARIANTS = {
 }
 
 
-def apply(name: str) -> Variant:
-    """Install the variant for this process."""
+def plain_build(question, sources, count_tokens, budget, instruction=None):
+    """The plain baseline's prompt (bench_answers.baseline_messages: the top 6 passages, no system prompt,
+    no headers, no example) inside ragcli's pipeline: its replies are the baseline's, so with --cache the
+    variant re-scores the baseline's own replies with everything ragcli does after generation."""
+    from bench_answers import BASELINE_PASSAGES, baseline_messages
     from ragcli.answer import prompt
 
+    if instruction not in (None, prompt.ANSWER_INSTRUCTION):
+        return _original_build(question, sources, count_tokens, budget, instruction=instruction)
+    # as the baseline takes them: the passages among the 6 sources ragcli's own prompt would give
+    kept = [s for s in list(sources)[:prompt.ANSWER_SOURCES] if s.hit.kind == "passage"][:BASELINE_PASSAGES]
+    messages = baseline_messages(question, kept)
+    total = sum(count_tokens(m["content"]) + 8 for m in messages)
+    return prompt.Prompt(messages, kept, [], [], total)
+
+
+_original_build = None
+
+
+def apply(name: str) -> Variant:
+    """Install the variant for this process."""
+    global _original_build
+    from ragcli.answer import prompt
+
+    if name == "plain":
+        _original_build, prompt.build = prompt.build, plain_build
+        return Variant(system=None, passages=6)
     if name in MESSAGE_VARIANTS:
         original, change = prompt.answer_message, MESSAGE_VARIANTS[name]
 

@@ -54,10 +54,13 @@ def normalise(text: str) -> str:
     return " " + " ".join(_stem(w) for w in re.findall(r"[a-z0-9]+", text)) + " "
 
 
-def phrase_hits(answer: str, phrases: list[str]) -> list[str]:
-    """The key phrases (each may list alternatives as "a|b") found in the answer."""
-    text = normalise(answer)
-    return [p for p in phrases if any(normalise(alt) in text for alt in p.split("|"))]
+def phrase_hits(answer: str, phrases: list[str], question: str = "") -> list[str]:
+    """The key phrases (each may list alternatives as "a|b") found in the answer. An alternative the
+    question itself contains proves nothing (an answer that repeats the question would score with it:
+    the plain baseline's "[Q] He's pale, cold and clammy ..." for lay-17), so it is not looked for."""
+    text, asked = normalise(answer), normalise(question)
+    return [p for p in phrases
+            if any(normalise(alt) in text for alt in p.split("|") if normalise(alt) not in asked)]
 
 
 # ------------------------------------------------------------------------------------- baseline
@@ -230,10 +233,12 @@ def main() -> int:
         answer, rec = run_ragcli(conn, memo, model, q["question"], opts)
         row = {"id": q["id"], "question": q["question"], "answerable": q["answerable"],
                "key_phrases": q.get("key_phrases", []), "ragcli": rec}
-        rec["key_hits"] = phrase_hits(rec["answer"], row["key_phrases"]) if rec["status"] not in REFUSED else []
+        rec["key_hits"] = (phrase_hits(rec["answer"], row["key_phrases"], q["question"])
+                           if rec["status"] not in REFUSED else [])
         if args.baseline and model is not None:
             b = run_baseline(model, memo, q["question"], answer, args.max_tokens)
-            b["key_hits"] = phrase_hits(b["answer"], row["key_phrases"]) if b["status"] not in REFUSED else []
+            b["key_hits"] = (phrase_hits(b["answer"], row["key_phrases"], q["question"])
+                             if b["status"] not in REFUSED else [])
             row["baseline"] = b
         records.append(row)
         if out:
