@@ -358,3 +358,19 @@ def test_a_question_for_an_amount_answered_without_one_is_not_answered():
     # and an amount in the answer (from the passage) is an answer to the question's kind
     answer.claims = [Claim("Place the bands about 1 inch from either side of the bite", ["S1"], support="supported")]
     assert refusal.unbacked_reason(answer, "How far from the bite do the bands go?") is None
+
+
+def test_a_do_not_list_keeps_its_negation_on_every_item():
+    # FM 4-25.11, 5-3 (frostbite), p. 5-13: "DO NOT— • Rub the injured part with snow ... • Warm the part
+    # by massage ...": one item a line must not read as an instruction to do it
+    hit = Hit(passage_id=284, kind="passage", book_id="fm4-25-11", book_title="First Aid",
+              section_path=["5-3. Cold Injuries"], page_start=123, page_end=123, page_label="5-13", text="")
+    block = extractive.Block("list", [[("Rub the injured part with snow or apply cold water soaks.", 0, 1)],
+                                      [("Warm the part by massage or exposure to open fire.", 0, 2)]],
+                             intro=[("DO NOT—", 0, 0)])
+    lines = extractive._render(block, [Source("S1", hit)]).splitlines()
+    assert lines == ["DO NOT— [S1]",
+                     "- DO NOT — Rub the injured part with snow or apply cold water soaks. [S1]",
+                     "- DO NOT — Warm the part by massage or exposure to open fire. [S1]"]
+    block.intro = [("The following are signs of frostbite:", 0, 0)]  # an ordinary list is untouched
+    assert extractive._render(block, [Source("S1", hit)]).splitlines()[1].startswith("- Rub the")

@@ -206,9 +206,16 @@ def _render(block: Block, sources: list[Source]) -> str:
     if block.kind != "list":
         return labelled(block.sentences())
     lines = [labelled(block.intro)] if block.intro else []
+    # "DO NOT— • Rub the part with snow • Warm the part by massage": one item a line would read as an
+    # instruction to do it; each item keeps its "DO NOT" in front
+    negation = _NEGATED_LIST.search(block.intro[-1][0]) if block.intro else None
+    lead = f"{negation.group(1)} — " if negation else ""
     for n, item in enumerate(block.items, 1):
-        lines.append(f"{n}. {labelled(item)}" if block.numbered else f"- {labelled(item)}")
+        lines.append(f"{n}. {lead}{labelled(item)}" if block.numbered else f"- {lead}{labelled(item)}")
     return "\n".join(lines)
+
+
+_NEGATED_LIST = re.compile(r"\b(DO NOT|NEVER|Do not|Never|Don't|Avoid)\s*[—:–-]+\s*$")
 
 
 def _blocks(sources: list[Source]) -> list[Block]:
