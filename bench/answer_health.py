@@ -5,6 +5,7 @@ compare the health checks with the labels when a labels file is given.
     python bench/answer_health.py --db fm.db --model qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \
         --questions bench/fm4-25-11-questions.jsonl --every 3 --limit 30 --out run.jsonl \
         [--verify-every 3] [--topics "heat stroke,tourniquet"] [--k 10 --max-tokens 256 --ctx 4096 --no-expand]
+        [--tag s5]  (ids "MODEL@s5:QUESTION": a second run of one model kept beside the first)
     python bench/answer_health.py --score run.jsonl --labels bench/answer_health_labels.jsonl [--recheck]
 
 Labels (one JSON object a line): {"id": "...", "model": "...", "label": "looping" | "echo" |
@@ -81,7 +82,7 @@ def run(args) -> None:
     questions = questions[::args.every][:args.limit]
     out = open(args.out, "a", encoding="utf-8")
     done = {json.loads(line)["id"] for line in open(args.out, encoding="utf-8")} if Path(args.out).stat().st_size else set()
-    name = Path(args.model).name
+    name = Path(args.model).name + (f"@{args.tag}" if args.tag else "")
     recording = _Recording()
     for i, q in enumerate(questions):
         verify = bool(args.verify_every) and i % args.verify_every == 0
@@ -210,6 +211,7 @@ def main() -> None:
     p.add_argument("--no-expand", action="store_true", help="no book terms, no model rewrite (saves one model call)")
     p.add_argument("--topics")
     p.add_argument("--out")
+    p.add_argument("--tag", help="a run's name after the model's in every id (a second run of the same model)")
     p.add_argument("--score", nargs="*")
     p.add_argument("--labels")
     p.add_argument("--recheck", action="store_true",
