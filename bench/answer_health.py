@@ -7,6 +7,7 @@ compare the health checks with the labels when a labels file is given.
         [--verify-every 3] [--topics "heat stroke,tourniquet"] [--k 10 --max-tokens 256 --ctx 4096 --no-expand]
         [--tag s5]  (ids "MODEL@s5:QUESTION": a second run of one model kept beside the first)
     python bench/answer_health.py --score run.jsonl --labels bench/answer_health_labels.jsonl [--recheck]
+        [--regrade --db fm.db --k 4]
 
 Labels (one JSON object a line): {"id": "...", "model": "...", "label": "looping" | "echo" |
 "cut_off" | "off_topic" | "fine", "also": [a second fault, optional], "note": "..."}. The bar (issue 13): every answer labelled
@@ -154,7 +155,37 @@ def recheck(row: dict) -> set[str]:
     return codes
 
 
+class Regrader:
+    """The claim-level codes (`weak`, `unsupported`) today's grounding gives a saved answer: its
+    passages retrieved again as the run did (`--no-expand`, `k`), its text graded by
+    answer/grounding.py (a model-free step: a change there, such as re-pointed labels, is measured
+    without running the model again). An answer the run judged `no_answer`/`no_context` gets none."""
+
+    def __init__(self, db_path: str, k: int):
+        from ragcli.models import embed
+        from ragcli.models.embed import MemoEmbedder
+        from ragcli.store import db
+
+        self.conn, self.k = db.connect(Path(db_path), create=False), k
+        self.embedder = MemoEmbedder(embed.get_embedder())
+
+    def codes(self, row: dict) -> set[str]:
+        from ragcli.answer import grounding, health, prompt
+        from ragcli.ask import mode_for
+        from ragcli.search.pipeline import SearchOptions, search
+
+        old = {w["code"] for w in row["warnings"]}
+        if row.get("kind") != "ask" or row.get("status") in ("no_answer", "no_context") or not row.get("answer"):
+            return old & {"weak", "unsupported"}
+        result = search(self.conn, self.embedder, row["question"],
+                        SearchOptions(mode=mode_for(False, False), k=self.k, check_language=True))
+        claims = grounding.score(row["answer"], prompt.label_sources(result.hits), self.embedder)
+        status = "unsupported" if "unsupported" in old else "answered"  # re-pointing adds no citation
+        return {w.code for w in health.claim_warnings(claims, status)}
+
+
 def score(args) -> None:
+    regrader = Regrader(args.db, args.k) if args.regrade else None
     runs = {}
     for path in args.score:
         for line in open(path, encoding="utf-8"):
@@ -167,6 +198,8 @@ def score(args) -> None:
         if row is None:
             continue
         codes = recheck(row) if args.recheck else {w["code"] for w in row["warnings"]}
+        if regrader:
+            codes = (codes - {"weak", "unsupported"}) | regrader.codes(row)
         by_label.setdefault(lab["label"], []).append(lab["id"])
         for kind in [lab["label"], *lab.get("also", [])]:  # "also": a second fault the answer shows
             want = EXPECTED.get(kind)
@@ -216,6 +249,9 @@ def main() -> None:
     p.add_argument("--labels")
     p.add_argument("--recheck", action="store_true",
                    help="with --score: run today's health checks again on the saved raw replies")
+    p.add_argument("--regrade", action="store_true",
+                   help="with --score and --db: grade the saved answers' claims with today's grounding "
+                   "(passages retrieved again with --k, no expansion, as the runs here were made)")
     args = p.parse_args()
     if args.score:
         score(args)
