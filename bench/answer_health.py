@@ -85,21 +85,6 @@ def run(args) -> None:
     done = {json.loads(line)["id"] for line in open(args.out, encoding="utf-8")} if Path(args.out).stat().st_size else set()
     name = Path(args.model).name + (f"@{args.tag}" if args.tag else "")
     recording = _Recording()
-    for i, q in enumerate(questions):
-        verify = bool(args.verify_every) and i % args.verify_every == 0
-        key = f"{name}:{q['id']}{':verify' if verify else ''}"
-        if key in done:
-            continue
-        t = time.perf_counter()
-        first: list[float] = []
-        opts = ask.AskOptions(k=args.k, max_tokens=args.max_tokens, verify=verify, expand=not args.no_expand)
-        answer = ask.ask(conn, embedder, q["question"], model, opts,  # claims, --verify, health: in the core
-                         on_text=lambda text: first or first.append(time.perf_counter() - t))
-        row = {"id": key, "kind": "ask", "model": name, "question": q["question"], "verify": verify,
-               "seconds": round(time.perf_counter() - t, 1),
-               "first_text": round(first[0], 2) if first else None, **answer_data(answer)}
-        _write(out, row, name, recording)
-        print(f"{key}: {answer.status} {[w.code for w in answer.warnings]} {row['seconds']}s", flush=True)
     for topic in [t.strip() for t in (args.topics or "").split(",") if t.strip()]:
         key = f"{name}:summary:{topic}"
         if key in done:
@@ -119,6 +104,21 @@ def run(args) -> None:
                "first_text": round(first[0], 2) if first else None, **data}
         _write(out, row, name, recording)
         print(f"{key}: {[w['code'] for w in row['warnings']]} {row['seconds']}s", flush=True)
+    for i, q in enumerate(questions):
+        verify = bool(args.verify_every) and i % args.verify_every == 0
+        key = f"{name}:{q['id']}{':verify' if verify else ''}"
+        if key in done:
+            continue
+        t = time.perf_counter()
+        first: list[float] = []
+        opts = ask.AskOptions(k=args.k, max_tokens=args.max_tokens, verify=verify, expand=not args.no_expand)
+        answer = ask.ask(conn, embedder, q["question"], model, opts,  # claims, --verify, health: in the core
+                         on_text=lambda text: first or first.append(time.perf_counter() - t))
+        row = {"id": key, "kind": "ask", "model": name, "question": q["question"], "verify": verify,
+               "seconds": round(time.perf_counter() - t, 1),
+               "first_text": round(first[0], 2) if first else None, **answer_data(answer)}
+        _write(out, row, name, recording)
+        print(f"{key}: {answer.status} {[w.code for w in answer.warnings]} {row['seconds']}s", flush=True)
 
 
 def _write(out, row: dict, name: str, recording) -> None:
