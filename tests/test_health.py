@@ -141,3 +141,16 @@ def test_status_and_badness():
     assert health.status("answered", [HealthWarning("echo", "x")]) == "answered"
     assert health.is_bad(cut) and health.is_bad([{"code": "weak", "message": "w"}])
     assert not health.is_bad([HealthWarning("echo", "x")])
+
+
+def test_one_sentence_of_a_longer_question_copied_is_an_echo():
+    # the real Qwen2.5-Coder 0.5B copied the first of the question's two sentences, then answered
+    question = ("He took a hard knock to the head and now one eye's black centre looks bigger than the other "
+                "and he's mumbling. How serious is that?")
+    echo = health.EchoFilter(health.echo_patterns([], "", question))
+    text = ("He took a hard knock to the head and now one eye's black centre looks bigger than the other and "
+            "he's mumbling [S3].\nGet medical help at once [S3].")
+    assert _fed(echo, text, 3) + echo.flush() == "Get medical help at once [S3]."
+    assert len(echo.removed) == 1
+    echo = health.EchoFilter(health.echo_patterns([], "", "Is it bad? My head hurts."))  # short sentences: none
+    assert _fed(echo, "My head hurts when I stand [S1].", 2) + echo.flush() == "My head hurts when I stand [S1]."

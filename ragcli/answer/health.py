@@ -217,9 +217,13 @@ def patterns_from(headers: Sequence[str], system_prompt: str = "", question: str
         line = line.strip().lstrip("- ").strip()
         if len(line) >= 20:
             out.append(line[:ECHO_PREFIX])
-    question = ARTICLE_AT_START.sub("", " ".join(question.split()).lower(), count=1)
-    if len(question) >= QUESTION_MIN_CHARS and len(question.split()) >= SENTENCE_MIN_WORDS:
-        out.append(question)
+    question = " ".join(question.split()).lower()
+    # the whole question, and each of its sentences (the real 0.5B copied the first of two: "He took
+    # a hard knock to the head and ... he's mumbling [S3]." for "... he's mumbling. How serious is that?")
+    sentences = [question] + [s.rstrip(".?!") for s in re.split(r"(?<=[.?!])\s+", question)]
+    for sentence in dict.fromkeys(ARTICLE_AT_START.sub("", s, count=1) for s in sentences):
+        if len(sentence) >= QUESTION_MIN_CHARS and len(sentence.split()) >= SENTENCE_MIN_WORDS:
+            out.append(sentence)
     return out
 
 
