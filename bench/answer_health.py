@@ -152,6 +152,8 @@ def recheck(row: dict) -> set[str]:
                 break
         monitor.flush()
         codes |= {w.code for w in monitor.warnings(reply.get("stats"), reply.get("max_tokens", 0))}
+        if health.repeats_question("".join(reply["pieces"]), reply.get("question") or row["question"]):
+            codes.add("echo")  # answer/generate.py adds the same warning
     return codes
 
 

@@ -154,3 +154,16 @@ def test_one_sentence_of_a_longer_question_copied_is_an_echo():
     assert len(echo.removed) == 1
     echo = health.EchoFilter(health.echo_patterns([], "", "Is it bad? My head hurts."))  # short sentences: none
     assert _fed(echo, "My head hurts when I stand [S1].", 2) + echo.flush() == "My head hurts when I stand [S1]."
+
+
+def test_an_answer_that_only_repeats_the_question_is_an_echo():
+    from ragcli.answer import health
+
+    question = "He keeled over in the heat; his skin is burning hot, beet red and bone dry."
+    # the real 0.5B's reply (bench/answer_health_runs, lay-52): the question split into two sentences
+    assert health.repeats_question(
+        "He keeled over in the heat [S1]. His skin is burning hot, beet red and bone dry [S1].", question)
+    # restating the question, then answering it, is an answer
+    assert not health.repeats_question(
+        "He keeled over in the heat [S1]. Move him to a cool, shady area and loosen his clothing [S1].", question)
+    assert not health.repeats_question("", question)

@@ -72,6 +72,8 @@ def generate(model, question: str, sources: list[Source], *, max_tokens: int,
     if monitor.stop:
         text = health.drop_repeats(text)
     warnings = monitor.warnings(getattr(model, "stats", None), max_tokens)
+    if health.repeats_question(text, question):
+        warnings = health.merge(warnings, [HealthWarning("echo", "the answer only repeats the question")])
     if cut is not None:
         warnings = health.merge([HealthWarning("stream_cut", f"the reply stopped before the model finished: {cut}")],
                                 warnings)

@@ -292,6 +292,20 @@ def claim_warnings(claims: Sequence[Claim], status: str = "answered") -> list[He
     return out
 
 
+def repeats_question(text: str, question: str) -> bool:
+    """Is the answer nothing but the question's own clauses, copied back? ("He keeled over in the heat
+    [S1]. His skin is burning hot, beet red and bone dry [S1]." for "He keeled over in the heat; his skin
+    is burning hot, beet red and bone dry.") The line-start patterns miss it when the copy splits the
+    question into clauses shorter than QUESTION_MIN_CHARS. Only a reply made of copies counts: an answer
+    that restates the question and then answers it is an answer."""
+    def norm(s: str) -> str:
+        return " ".join(re.sub(r"\[[A-Za-z]?\s*\d+\]", " ", s).lower().replace("’", "'").split()).strip(" .?!;:,")
+
+    clauses = {norm(c) for c in re.split(r"[.?!;]+", question) if len(norm(c).split()) >= 3}
+    sentences = [norm(s) for s in re.split(r"(?<=[.?!;])\s+", text) if norm(s)]
+    return bool(clauses) and bool(sentences) and all(s in clauses for s in sentences)
+
+
 def merge(*groups: Iterable[HealthWarning]) -> list[HealthWarning]:
     """One warning per code, in the order of ORDER."""
     seen: dict[str, HealthWarning] = {}
