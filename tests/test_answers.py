@@ -374,3 +374,14 @@ def test_a_do_not_list_keeps_its_negation_on_every_item():
                      "- DO NOT — Warm the part by massage or exposure to open fire. [S1]"]
     block.intro = [("The following are signs of frostbite:", 0, 0)]  # an ordinary list is untouched
     assert extractive._render(block, [Source("S1", hit)]).splitlines()[1].startswith("- Rub the")
+
+
+def test_the_answer_prompt_lists_the_best_passage_last_with_its_own_label():
+    sources = _sources([320, 321, 126])
+    messages = prompt.build("what do I do after a snakebite?", sources, lambda t: len(t) // 4, 3000).messages
+    user = messages[-1]["content"]
+    assert user.index("[S3]") < user.index("[S2]") < user.index("[S1]") < user.index("Question:")
+    assert user.split("[S1]", 1)[1].split("\n", 2)[1].startswith(sources[0].hit.text[:40])  # S1 is still S1
+    second = prompt.build("what do I do after a snakebite?", sources, lambda t: len(t) // 4, 3000,
+                          instruction=prompt.SECOND_CHANCE_INSTRUCTION).messages[-1]["content"]
+    assert second.index("[S1]") < second.index("[S2]")  # the second chance keeps rank order

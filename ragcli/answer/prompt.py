@@ -94,7 +94,8 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
     """Fit the labelled context into `budget` prompt tokens: drop the lowest-ranked sources first; cut
     the text of the last one only when even the best source does not fit, and say so in the prompt.
     An answer (or its second chance) has its own system prompt, one worked example, short headers and
-    at most ANSWER_SOURCES passages; a summary the shared system prompt."""
+    at most ANSWER_SOURCES passages, listed best last (nearest the question: Qwen2.5-Coder 1.5B used
+    the passage it read last, docs/benchmarks-answers.md); a summary the shared system prompt."""
     answering = instruction in (ANSWER_INSTRUCTION, SECOND_CHANCE_INSTRUCTION)
     system = ANSWER_SYSTEM if answering else SYSTEM_PROMPT
     pool = list(sources)[:ANSWER_SOURCES] if answering else list(sources)
@@ -104,6 +105,8 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
     system_tokens = count_tokens(system) + 16 + sum(count_tokens(m["content"]) + 8 for m in example)
 
     def user(blocks: list[str]) -> str:
+        if instruction == ANSWER_INSTRUCTION:  # the best passage last, next to the question (labels kept)
+            return answer_message(question, list(reversed(blocks)), instruction)
         if answering:
             return answer_message(question, blocks, instruction)
         return user_message(question, blocks, ", ".join(f"[{s.label}]" for s in kept), instruction)
