@@ -78,11 +78,10 @@ def repoint(claims: list[Claim], sources: list[Source], embedder) -> None:
     is kept in `cited_as`. Small models put the right sentence under the neighbouring label ("the
     thumb side of the wrist [S4]" copied from S5). Only passages the model was given are candidates,
     and only a `supported` match moves a label: a weak one leaves the claim as scored."""
-    candidates = list(sources)
-    if not claims or len(candidates) < 2:
+    if not claims or len(sources) < 2:
         return
-    others = [[s for s in candidates if s.label not in c.citations] for c in claims]
-    texts = {s.label: split_sentences_plain(s.hit.text) for s in candidates}
+    others = [[s for s in sources if s.label not in c.citations] for c in claims]
+    texts = {s.label: split_sentences_plain(s.hit.text) for s in sources}
     rows = support.score_claims([(c.text, [texts[s.label] for s in alt]) for c, alt in zip(claims, others)],
                                 embedder)
     by_label = {s.label: s for s in sources}

@@ -9,7 +9,8 @@ from ragcli.types import Hit, Source
 
 # The answer's system prompt, instruction and worked example live in ragcli/system_prompt.py: the
 # rewrite and --verify begin with them too, so a server's prompt cache re-uses them (issue 12).
-from ragcli.system_prompt import ANSWER_EXAMPLE, ANSWER_INSTRUCTION, ANSWER_SYSTEM, SYSTEM_PROMPT  # noqa: F401
+from ragcli.system_prompt import (ANSWER_EXAMPLE, ANSWER_INSTRUCTION, ANSWER_PREFIX, ANSWER_SYSTEM,  # noqa: F401
+                                  SUMMARY_PREFIX, SYSTEM_PROMPT)
 
 ANSWER_SOURCES = 6  # passages given for an answer (k retrieved; the rest are listed, not prompted)
 # The second chance (ragcli.answer.refusal.deserves_second_chance): the top passages only.
@@ -97,12 +98,11 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
     at most ANSWER_SOURCES passages, listed best last (nearest the question: Qwen2.5-Coder 1.5B used
     the passage it read last, docs/benchmarks-answers.md); a summary the shared system prompt."""
     answering = instruction in (ANSWER_INSTRUCTION, SECOND_CHANCE_INSTRUCTION)
-    system = ANSWER_SYSTEM if answering else SYSTEM_PROMPT
+    # the messages before the user's: the prefix every call of one ask shares (system_prompt.py)
+    prefix = [dict(m) for m in (ANSWER_PREFIX if answering else SUMMARY_PREFIX)]
     pool = list(sources)[:ANSWER_SOURCES] if answering else list(sources)
     kept = list(pool)
-    example = ([{"role": "user", "content": ANSWER_EXAMPLE[0]},
-                {"role": "assistant", "content": ANSWER_EXAMPLE[1]}] if answering else [])
-    system_tokens = count_tokens(system) + 16 + sum(count_tokens(m["content"]) + 8 for m in example)
+    system_tokens = 16 + sum(count_tokens(m["content"]) + (8 if m["role"] != "system" else 0) for m in prefix)
 
     def user(blocks: list[str]) -> str:
         if instruction == ANSWER_INSTRUCTION:  # the best passage last, next to the question (labels kept)
@@ -126,7 +126,7 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
                               block)]
         total = system_tokens + count_tokens(user(blocks))
         truncated = [kept[0].label]
-    messages = [{"role": "system", "content": system}, *example, {"role": "user", "content": user(blocks)}]
+    messages = [*prefix, {"role": "user", "content": user(blocks)}]
     return Prompt(messages, kept, pool[len(kept):], truncated, total)
 
 
