@@ -95,11 +95,12 @@ def answer(embedder, question: str, sources: list[Source]) -> tuple[str, list[st
     picked = pick_sentences(embedder, question, [c for _, c in scored], MAX_SENTENCES, scores=scored)
     if not picked:
         return "", []
-    options = [Block("sentences", [[c] for c in picked])] + [b for b in _blocks(sources) if _answers(b, kind)]
+    blocks = _blocks(sources)
+    options = [Block("sentences", [[c] for c in _with_leads(picked, blocks)])] + [b for b in blocks if _answers(b, kind)]
     scores = _whole_scores(embedder, question, options, sources, kind)
     best = max(range(len(options)), key=lambda n: (scores[n], -n))
     chosen = options[best]
-    text = _render(chosen, sources)
+    text = _render(chosen, sources, _negated_items(blocks))
     used: list[str] = []
     for _, i, _ in chosen.sentences():
         if sources[i].label not in used:
@@ -114,14 +115,40 @@ Item = list[tuple[str, int, int]]  # a list item: its marked sentence, then the 
 class Block:
     """A candidate answer: "sentences" (picked one by one), "list" (the book's numbered or bulleted
     list) or "item" (one numbered item and its sentences); `intro`: the sentences that introduce it
-    ("... the following signs and symptoms:", or the item a list belongs to)."""
+    ("... the following signs and symptoms:", or the item a list belongs to); `context`: what the
+    block is also judged by (a list under a heading: the bullets of the heading before it)."""
     kind: str
     items: list[Item]
     intro: list[tuple[str, int, int]] = field(default_factory=list)
     numbered: bool = False
+    context: list[tuple[str, int, int]] = field(default_factory=list)
 
     def sentences(self) -> list[tuple[str, int, int]]:
         return list(self.intro) + [c for item in self.items for c in item]
+
+
+def _with_leads(picked: list[tuple[str, int, int]], blocks: list[Block]) -> list[tuple[str, int, int]]:
+    """The picked sentences, each that continues a numbered item ("Use a stable object ... so that his
+    feet will not slip off.") after the item's lead ("(3) Elevate the casualty's feet higher than the
+    level of his heart."): a sentence in the middle of a step reads as the step only with it."""
+    def plain(sentence: str) -> str:
+        return _STEP_MARKER.sub("", sentence).strip()
+
+    leads: dict[str, tuple[str, int, int]] = {}
+    for block in blocks:
+        if block.kind == "item" and not block.intro:
+            lead = block.items[0][0]
+            for c in block.items[0][1:]:
+                leads.setdefault(plain(c[0]), lead)
+    out: list[tuple[str, int, int]] = []
+    shown = {plain(s) for s, _, _ in picked}
+    for c in picked:
+        lead = leads.get(plain(c[0]))
+        if lead is not None and plain(lead[0]) not in shown:
+            out.append(lead)
+            shown.add(plain(lead[0]))
+        out.append(c)
+    return out
 
 
 def _answers(block: Block, kind: str) -> bool:
@@ -154,6 +181,8 @@ def _whole_scores(embedder, question: str, options: list[Block], sources: list[S
         else:  # the whole under its headings, and the lead
             parts = [f"{_headings(o.sentences(), sources)}: " + " ".join(plain(c[0]) for c in o.sentences()),
                      plain(o.items[0][0][0])]
+            if o.context:
+                parts.append(f"{_headings(o.context, sources)}: " + " ".join(plain(c[0]) for c in o.context))
         texts += parts
         owners += [n] * len(parts)
     vecs = embedder.embed([question] + texts)
@@ -197,24 +226,44 @@ def _headings(parts: list[tuple[str, int, int]], sources: list[Source]) -> str:
     return "; ".join(out)
 
 
-def _render(block: Block, sources: list[Source]) -> str:
-    """Sentences and one item: prose, each sentence with its label. A list: its intro, then one item
+def _render(block: Block, sources: list[Source], negated: Optional[dict[str, str]] = None) -> str:
+    """Sentences and one item: prose, each sentence with its label; an item of a "DO NOT—" list
+    quoted alone keeps its "DO NOT" (`negated`: `_negated_items`). A list: its intro, then one item
     a line ("1." for a numbered list, "- " for bullets), each sentence with its label."""
-    def labelled(part: list[tuple[str, int, int]]) -> str:
-        return " ".join(f"{_STEP_MARKER.sub('', s).strip()} [{sources[i].label}]" for s, i, _ in part)
+    def labelled(part: list[tuple[str, int, int]], negated: dict[str, str]) -> str:
+        out = []
+        for s, i, _ in part:
+            plain = _STEP_MARKER.sub("", s).strip()
+            lead = f"{negated[plain]} — " if plain in negated else ""
+            out.append(f"{lead}{plain} [{sources[i].label}]")
+        return " ".join(out)
 
     if block.kind != "list":
-        return labelled(block.sentences())
-    lines = [labelled(block.intro)] if block.intro else []
+        return labelled(block.sentences(), negated or {})
+    lines = [labelled(block.intro, {})] if block.intro else []
     # "DO NOT— • Rub the part with snow • Warm the part by massage": one item a line would read as an
     # instruction to do it; each item keeps its "DO NOT" in front
     negation = _NEGATED_LIST.search(block.intro[-1][0]) if block.intro else None
     lead = f"{negation.group(1)} — " if negation else ""
     for n, item in enumerate(block.items, 1):
-        lines.append(f"{n}. {lead}{labelled(item)}" if block.numbered else f"- {lead}{labelled(item)}")
+        lines.append(f"{n}. {lead}{labelled(item, {})}" if block.numbered else f"- {lead}{labelled(item, {})}")
     return "\n".join(lines)
 
 
+def _negated_items(blocks: list[Block]) -> dict[str, str]:
+    """The first sentence of every item of a list opened by "DO NOT—" (marks off) -> "DO NOT": quoted
+    alone, "Warm the part by massage ..." says the opposite of what the book says."""
+    out: dict[str, str] = {}
+    for block in blocks:
+        negation = _NEGATED_LIST.search(block.intro[-1][0]) if block.kind == "list" and block.intro else None
+        if negation:
+            for item in block.items:
+                out.setdefault(_STEP_MARKER.sub("", item[0][0]).strip(), negation.group(1))
+    return out
+
+
+_KIND_HEADING = re.compile(r"^(?:[\w-]+ ){0,2}(?:signs?|symptoms?|first aid|treatment|measures|procedures?|steps|self-aid|buddy aid)"
+                           r"(?: (?:and|&) [\w-]+(?: [\w-]+)?)?\.\s*$", re.I)
 _NEGATED_LIST = re.compile(r"\b(DO NOT|NEVER|Do not|Never|Don't|Avoid)\s*[—:–-]+\s*$")
 
 
@@ -247,6 +296,8 @@ def _blocks(sources: list[Source]) -> list[Block]:
             opener = _opener(run, found[0])
             out.append(Block("list", [items[at] for at in found[:MAX_STEPS]], [opener] if opener else [],
                              numbered=style != "bullet"))
+            if style == "bullet":
+                out += _headed_lists(run, found, items)
         for at, style in enumerate(styles):  # an item and the list inside it
             if style is None or style == "bullet":
                 continue
@@ -255,6 +306,23 @@ def _blocks(sources: list[Source]) -> list[Block]:
                 if inner != style and at < found[0] < end:
                     out.append(Block("list", [items[k] for k in found[:MAX_STEPS]], items[at],
                                      numbered=inner != "bullet"))
+    return out
+
+
+def _headed_lists(run, found: list[int], items: dict[int, Item]) -> list[Block]:
+    """A bulleted list whose bullets include headings that name a kind of content ("• Signs and
+    symptoms. ... • First aid measures. • Move the casualty to a cool, shady area ..."): the book's
+    nested lists flattened into one. Each heading's own bullets are a list of their own, introduced by
+    the heading; it is judged (`context`) with the bullets of the heading before it too, since the
+    situation a question describes is in the signs and the answer in the measures that follow them."""
+    heads = [n for n, at in enumerate(found) if _KIND_HEADING.match(_STEP_MARKER.sub("", run[at][0]))]
+    out = []
+    for h, n in enumerate(heads):
+        end = heads[h + 1] if h + 1 < len(heads) else len(found)
+        if end > n + 1:
+            around = [c for at in found[heads[h - 1] if h else 0:end] for c in items[at]]
+            out.append(Block("list", [items[at] for at in found[n + 1:end][:MAX_STEPS]], items[found[n]],
+                             context=around))
     return out
 
 
