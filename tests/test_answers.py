@@ -158,6 +158,10 @@ def test_instructions_the_picker_recognises():
                                      "and covering wound) then apply digital pressure.")
     assert extractive.is_instruction("(1) Perform the jaw-thrust technique.")
     assert extractive.is_instruction("The rescuer’s elbows should rest on the surface.")
+    assert extractive.is_instruction("Then bring the ends around the limb to prevent the stick from loosening.")
+    assert extractive.is_instruction("(5) Fasten the tourniquet to the limb by looping the free ends over the stick.")
+    assert extractive.is_instruction("Gently lift the casualty’s head.")
+    assert not extractive.is_instruction("Then the bleeding stops.")
     assert not extractive.is_instruction("The jaw-thrust is the safest first approach to opening the airway.")
 
 
@@ -171,6 +175,51 @@ def test_extractive_signs_question_gets_the_books_list(embedder):
     text, _ = extractive.answer(embedder, "Signs and symptoms of shock", _sources([126]))
     assert "Sweaty but cool skin" in text and "Thirst" in text
     assert text.index("Sweaty but cool skin") < text.index("Thirst")
+
+
+
+def test_a_sentence_inside_a_step_comes_with_the_steps_lead(embedder):
+    # "Use a stable object ... so that his feet will not slip off" is the second sentence of "(3) Elevate the
+    # casualty's feet higher than the level of his heart": quoted alone it does not say what to do
+    sources = _sources([128, 282, 129, 127])
+    question = "He's going into shock after losing a lot of blood. Should I prop up his feet and cover him up?"
+    text, _ = extractive.answer(embedder, question, sources)
+    assert "Elevate the casualty’s feet higher than the level of his heart. [S1] Use a stable object" in text, text
+    runs = extractive._reading_runs(sources)
+    step = next(c for run in runs for c in run if c[0].startswith("Use a stable object"))
+    lead = next(c for run in runs for c in run if c[0].startswith("(3) Elevate"))
+    blocks = extractive._blocks(sources)
+    assert extractive._with_leads([step], blocks) == [lead, step]
+    assert extractive._with_leads([lead, step], blocks) == [lead, step]  # a lead already picked is not repeated
+
+
+def test_bullets_under_a_heading_that_names_a_kind_are_a_list_of_their_own(embedder):
+    # FM 4-25.11, 5-2: "• Signs and symptoms. ... • Confusion. • First aid measures. • Move the casualty to a
+    # cool, shady area ...": one flattened bullet list; the first aid is the list under its own heading
+    sources = _sources([257, 256])
+    headed = [b for b in extractive._blocks(sources) if b.kind == "list" and b.intro
+              and b.intro[0][0] == "• First aid measures."]
+    assert len(headed) == 1 and headed[0].items[0][0][0].startswith("• Move the casualty to a cool, shady area")
+    assert any(s.startswith("• Excessive sweating") for s, _, _ in headed[0].context)  # judged with the signs
+    question = "I feel faint, sweaty, pale and headachy after a long hike in hot weather. What should I do?"
+    text, _ = extractive.answer(embedder, question, sources)
+    assert text.splitlines() == ["First aid measures. [S1]",
+                                 "- Move the casualty to a cool, shady area or improvise shade if none is available. [S1]"]
+    assert not extractive._KIND_HEADING.match("Headache.") and not extractive._KIND_HEADING.match("Face, ears, and nose.")
+
+
+def test_an_item_of_a_do_not_list_quoted_alone_keeps_its_negation(embedder):
+    # "DO NOT— • Rub the injured part with snow ... • Warm the part by massage ...": picked as a sentence of
+    # its own, the second item would tell the reader to warm the part by massage
+    sources = _sources([284, 285])
+    negated = extractive._negated_items(extractive._blocks(sources))
+    assert negated.get("Warm the part by massage or exposure to open fire because the frozen part may be burned "
+                       "due to the lack of feeling.") == "DO NOT"
+    text, _ = extractive.answer(embedder, "Someone fell through the ice into a frozen lake. What do I do once he's out?",
+                                sources)
+    assert "Warm the part by massage" in text, text
+    assert "DO NOT — Warm the part by massage" in text
+    assert "covering it lightly with a blanket" in text and "DO NOT — Reassure" not in text
 
 
 # ------------------------------------------------------------------------------ ask: no_answer, second chance

@@ -402,7 +402,10 @@ _IMPERATIVE = frozenset("""administer allow apply ask assess assist attempt avoi
     place position pour prepare press prevent protect pull put raise reassure recheck release remove repeat
     reposition rest rewarm rinse roll rub save scrape secure seek send slide soak splint squat squeeze stand
     start stay stop straighten support take tell thaw tie tilt transport treat try turn twist use warm wash
-    watch wipe wrap""".split())
+    watch wipe wrap bind cross decontaminate fasten lean lie locate loop return shake sit slip spray tape tear
+    tighten tuck""".split())
+_ADVERBS = frozenset("then next also now first finally gently quickly immediately carefully slowly firmly loosely "
+                     "again".split())
 _DEFINITION = re.compile(r"\b(?:is|are) (?:a|an|the|caused|defined|called|usually|generally)\b|\bmeans\b|"
                          r"\brefers? to\b|\bresults? from\b", re.I)
 _SIGNS = re.compile(r"\b(?:signs?|symptoms?|characteri[sz]ed|indications?|may (?:feel|appear|look|have)|"
@@ -417,7 +420,8 @@ def is_instruction(sentence: str) -> bool:
     words = re.findall(r"[A-Za-z']+", body)
     if not words:
         return False
-    if words[0].lower() in _IMPERATIVE or re.match(r"(?:do not|don't|never)\b", body, re.I):
+    first = next((w for w in words[:3] if w.lower() not in _ADVERBS), words[0])  # "Then bring", "Gently lift"
+    if first.lower() in _IMPERATIVE or re.match(r"(?:do not|don't|never)\b", body, re.I):
         return True
     if re.match(r"(?:if|when|unless|before|after|until|once|while|in case|should|to)\b", body, re.I):
         for then in re.findall(r"(?:[,;]\s*|\bthen\s+)(?:then\s+)?([A-Za-z']+)", body):  # "If ..., (then) apply"
