@@ -140,6 +140,14 @@ def test_list_items_keep_their_sentences():
     assert text.splitlines()[1].startswith("2. Femoral pulse. [S1] To check the femoral pulse, press")
 
 
+def test_a_list_whose_first_steps_were_not_retrieved_keeps_the_books_numbers():
+    # passage 323 holds the snakebite steps (2)-(5) only: given as 1.-4. they would read as the whole procedure
+    lists = [b for b in extractive._blocks(_sources([323])) if b.kind == "list" and b.numbered]
+    lines = extractive._render(max(lists, key=lambda b: len(b.items)), _sources([323])).splitlines()
+    assert [line[:3] for line in lines] == ["2. ", "3. ", "4. ", "5. "], lines
+    assert lines[0].startswith("2. If the bite is located on an arm or leg, immobilize it at a level below the heart.")
+
+
 def test_marks_and_labels_split_off_by_the_sentence_splitter_are_joined():
     runs = extractive._reading_runs(_sources([89, 90]))
     said = [s for run in runs for s, _, _ in run]

@@ -229,7 +229,8 @@ def _headings(parts: list[tuple[str, int, int]], sources: list[Source]) -> str:
 def _render(block: Block, sources: list[Source], negated: Optional[dict[str, str]] = None) -> str:
     """Sentences and one item: prose, each sentence with its label; an item of a "DO NOT—" list
     quoted alone keeps its "DO NOT" (`negated`: `_negated_items`). A list: its intro, then one item
-    a line ("1." for a numbered list, "- " for bullets), each sentence with its label."""
+    a line ("1." for a numbered list, from the book's number of its first item, "- " for bullets),
+    each sentence with its label."""
     def labelled(part: list[tuple[str, int, int]], negated: dict[str, str]) -> str:
         out = []
         for s, i, _ in part:
@@ -245,7 +246,9 @@ def _render(block: Block, sources: list[Source], negated: Optional[dict[str, str
     # instruction to do it; each item keeps its "DO NOT" in front
     negation = _NEGATED_LIST.search(block.intro[-1][0]) if block.intro else None
     lead = f"{negation.group(1)} — " if negation else ""
-    for n, item in enumerate(block.items, 1):
+    # a list that starts at the book's step (3) (the steps before it were not retrieved) is numbered from 3
+    first = max(1, _step_number(block.items[0][0][0])) if block.numbered else 1
+    for n, item in enumerate(block.items, first):
         lines.append(f"{n}. {lead}{labelled(item, {})}" if block.numbered else f"- {lead}{labelled(item, {})}")
     return "\n".join(lines)
 
