@@ -158,6 +158,12 @@ def test_marks_and_labels_split_off_by_the_sentence_splitter_are_joined():
     assert extractive._marks_joined(["Cool him by— • Moving him to shade. • Fanning him."]) == [
         "Cool him by—", "• Moving him to shade.", "• Fanning him."]
     assert extractive._marks_joined(["d.", "Get the casualty to an MTF."]) == ["d. Get the casualty to an MTF."]
+    # FM 4-25.11, 2-20: the splitter leaves a step run into the closing parenthesis before it
+    assert extractive._marks_joined(["(A half-knot is the same as the first part of tying a shoe lace.) (2) Place a "
+                                     "stick on top of the halfknot."]) == [
+        "(A half-knot is the same as the first part of tying a shoe lace.)", "(2) Place a stick on top of the halfknot."]
+    assert extractive._marks_joined(["Apply pressure (see (a) above) and wait."]) == [
+        "Apply pressure (see (a) above) and wait."]
 
 
 def test_instructions_the_picker_recognises():

@@ -513,10 +513,12 @@ def _marks_joined(parts: list[str]) -> list[str]:
     """The sentence splitter's pieces as list items: a list mark or a label split off as a sentence of
     its own ("d.", "(1)", "NOTE") joined to the sentence it marks, a mark left at the end of the
     sentence before ("... the obstruction. c.") moved to its own, bullets run into one sentence
-    ("... by— • Moving him ...") split apart."""
+    ("... by— • Moving him ...") and a step run into a closing parenthesis ("(A half-knot is ...
+    lace.) (2) Place a stick ...") split apart."""
     pieces: list[str] = []
     for part in parts:
-        pieces += [p for p in re.split(r"(?<=\S)\s+(?=[•·▪]\s)", part) if p.strip()]
+        pieces += [p for p in re.split(r"(?<=\S)\s+(?=[•·▪]\s)|(?<=[.!?][)”’\"])\s+(?=\((?:\d{1,2}|[a-z])\)\s+[A-Z])", part)
+                   if p.strip()]
     out: list[str] = []
     carry = ""
     for part in pieces:
