@@ -159,9 +159,9 @@ def test_marks_and_labels_split_off_by_the_sentence_splitter_are_joined():
         "Cool him by—", "• Moving him to shade.", "• Fanning him."]
     assert extractive._marks_joined(["d.", "Get the casualty to an MTF."]) == ["d. Get the casualty to an MTF."]
     # FM 4-25.11, 2-20: the splitter leaves a step run into the closing parenthesis before it
-    assert extractive._marks_joined(["(A half-knot is the same as the first part of tying a shoe lace.) (2) Place a "
-                                     "stick on top of the halfknot."]) == [
-        "(A half-knot is the same as the first part of tying a shoe lace.)", "(2) Place a stick on top of the halfknot."]
+    half_knot = "(A half-knot is the same as the first part of tying a shoe lace.)"
+    assert extractive._marks_joined([f"{half_knot} (2) Place a stick on top of the halfknot."]) == [
+        half_knot, "(2) Place a stick on top of the halfknot."]
     assert extractive._marks_joined(["Apply pressure (see (a) above) and wait."]) == [
         "Apply pressure (see (a) above) and wait."]
 
@@ -217,9 +217,11 @@ def test_bullets_under_a_heading_that_names_a_kind_are_a_list_of_their_own(embed
     assert any(s.startswith("• Excessive sweating") for s, _, _ in headed[0].context)  # judged with the signs
     question = "I feel faint, sweaty, pale and headachy after a long hike in hot weather. What should I do?"
     text, _ = extractive.answer(embedder, question, sources)
-    assert text.splitlines() == ["First aid measures. [S1]",
-                                 "- Move the casualty to a cool, shady area or improvise shade if none is available. [S1]"]
-    assert not extractive._KIND_HEADING.match("Headache.") and not extractive._KIND_HEADING.match("Face, ears, and nose.")
+    assert text.splitlines() == [
+        "First aid measures. [S1]",
+        "- Move the casualty to a cool, shady area or improvise shade if none is available. [S1]"]
+    assert not extractive._KIND_HEADING.match("Headache.")
+    assert not extractive._KIND_HEADING.match("Face, ears, and nose.")
 
 
 def test_an_item_of_a_do_not_list_quoted_alone_keeps_its_negation(embedder):
@@ -229,8 +231,8 @@ def test_an_item_of_a_do_not_list_quoted_alone_keeps_its_negation(embedder):
     negated = extractive._negated_items(extractive._blocks(sources))
     assert negated.get("Warm the part by massage or exposure to open fire because the frozen part may be burned "
                        "due to the lack of feeling.") == "DO NOT"
-    text, _ = extractive.answer(embedder, "Someone fell through the ice into a frozen lake. What do I do once he's out?",
-                                sources)
+    question = "Someone fell through the ice into a frozen lake. What do I do once he's out?"
+    text, _ = extractive.answer(embedder, question, sources)
     assert "Warm the part by massage" in text, text
     assert "DO NOT — Warm the part by massage" in text
     assert "covering it lightly with a blanket" in text and "DO NOT — Reassure" not in text

@@ -96,7 +96,8 @@ def answer(embedder, question: str, sources: list[Source]) -> tuple[str, list[st
     if not picked:
         return "", []
     blocks = _blocks(sources)
-    options = [Block("sentences", [[c] for c in _with_leads(picked, blocks)])] + [b for b in blocks if _answers(b, kind)]
+    options = [Block("sentences", [[c] for c in _with_leads(picked, blocks)])]
+    options += [b for b in blocks if _answers(b, kind)]
     scores = _whole_scores(embedder, question, options, sources, kind)
     best = max(range(len(options)), key=lambda n: (scores[n], -n))
     chosen = options[best]
@@ -265,8 +266,9 @@ def _negated_items(blocks: list[Block]) -> dict[str, str]:
     return out
 
 
-_KIND_HEADING = re.compile(r"^(?:[\w-]+ ){0,2}(?:signs?|symptoms?|first aid|treatment|measures|procedures?|steps|self-aid|buddy aid)"
-                           r"(?: (?:and|&) [\w-]+(?: [\w-]+)?)?\.\s*$", re.I)
+# a bullet that heads the bullets after it by naming their kind: "Signs and symptoms.", "First aid measures."
+_KIND_HEADING = re.compile(r"^(?:[\w-]+ ){0,2}(?:signs?|symptoms?|first aid|treatment|measures|procedures?|steps|"
+                           r"self-aid|buddy aid)(?: (?:and|&) [\w-]+(?: [\w-]+)?)?\.\s*$", re.I)
 _NEGATED_LIST = re.compile(r"\b(DO NOT|NEVER|Do not|Never|Don't|Avoid)\s*[—:–-]+\s*$")
 
 
@@ -517,8 +519,7 @@ def _marks_joined(parts: list[str]) -> list[str]:
     lace.) (2) Place a stick ...") split apart."""
     pieces: list[str] = []
     for part in parts:
-        pieces += [p for p in re.split(r"(?<=\S)\s+(?=[•·▪]\s)|(?<=[.!?][)”’\"])\s+(?=\((?:\d{1,2}|[a-z])\)\s+[A-Z])", part)
-                   if p.strip()]
+        pieces += [p for p in _RUN_INTO.split(part) if p.strip()]
     out: list[str] = []
     carry = ""
     for part in pieces:
@@ -536,6 +537,7 @@ def _marks_joined(parts: list[str]) -> list[str]:
     return out
 
 
+_RUN_INTO = re.compile(r"(?<=\S)\s+(?=[•·▪]\s)|(?<=[.!?][)”’\"])\s+(?=\((?:\d{1,2}|[a-z])\)\s+[A-Z])")
 _BARE_MARK = re.compile(r"^\s*(?:\((?:\d{1,2}|[a-z])\)|\d{1,2}[.)]|[a-z][.)]|[•·▪]|NOTES?|CAUTION|WARNING|DANGER)\s*$")
 _TRAILING_MARK = re.compile(r"(?<=[.!?)])\s+(\((?:\d{1,2}|[a-z])\)|[a-z]\.)$")
 
