@@ -191,7 +191,6 @@ def test_extractive_signs_question_gets_the_books_list(embedder):
     assert text.index("Sweaty but cool skin") < text.index("Thirst")
 
 
-
 def test_a_sentence_inside_a_step_comes_with_the_steps_lead(embedder):
     # "Use a stable object ... so that his feet will not slip off" is the second sentence of "(3) Elevate the
     # casualty's feet higher than the level of his heart": quoted alone it does not say what to do
