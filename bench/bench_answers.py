@@ -120,6 +120,12 @@ def _record(answer, seconds: float, stats: dict) -> dict:
         "sources": [f"{s.label} p.{s.hit.page_label} {(s.hit.section_path or [''])[-1][:40]} #{s.hit.passage_id}"
                     for s in answer.sources],
         "cited_as": [c.cited_as for c in answer.claims or [] if getattr(c, "cited_as", None)],
+        "claim_detail": [{"text": c.text, "support": c.support, "citations": list(c.citations),
+                          "cited_as": list(getattr(c, "cited_as", None) or []), "score": c.score}
+                         for c in answer.claims or []],
+        "rewrite": answer.expanded_query,
+        "dense": [round(s.hit.dense_score, 3) if s.hit.dense_score is not None else None
+                  for s in answer.sources],
         "prompt_tokens": stats.get("prompt_tokens"), "first_token": stats.get("first_token"),
         "generated_tokens": stats.get("generated_tokens"), "seconds": round(seconds, 2),
     }

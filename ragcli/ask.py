@@ -125,14 +125,32 @@ def _extractive(embedder, question, sources: list[Source], base, timings) -> Ans
                   notice="no model configured: extractive answer (set one with --model F.gguf or RAGCLI_MODEL)")
 
 
+def _take_attributed(answer: Answer) -> None:
+    """An answer that cites no passage, but whose sentences ragcli found in passages of the prompt
+    (grounding.attribute), is answered with those labels, and says the labels are ragcli's."""
+    found = list(dict.fromkeys(lab for c in answer.claims if c.attributed for lab in c.citations))
+    if not found:
+        return
+    answer.status, answer.citations = "answered", found
+    note = ("the model cited no passage; ragcli found the passage each supported sentence comes from: "
+            + ", ".join(f"[{lab}]" for lab in found))
+    answer.notice = f"{answer.notice}; {note}" if answer.notice else note
+
+
 def _assessed(answer: Answer, embedder, model, opts: AskOptions, phase, in_books=None) -> Answer:
     """Per-claim support, with `verify` the second model pass; a model's answer whose substance the
     passages do not back (refusal.unbacked_reason) becomes `no_answer` with the reason; then the
     claims' health folded into the status, and why --verify did not run when it did not."""
-    if opts.verify or opts.evidence or answer.status in ("answered", "extractive"):
+    if opts.verify or opts.evidence or answer.status in ("answered", "extractive", "unsupported"):
         phase("verify" if opts.verify and model is not None else "claims")
         t = time.perf_counter()
-        grounding.assess(answer, embedder, model if opts.verify else None)
+        if answer.status == "unsupported":  # no label: find the passages its sentences come from
+            answer.claims = grounding.score(answer.answer, answer.sources, embedder)
+            _take_attributed(answer)
+            if opts.verify and model is not None and answer.status == "answered":
+                grounding.verify(answer, model, embedder)
+        else:
+            grounding.assess(answer, embedder, model if opts.verify else None)
         answer.timings["claims"] = time.perf_counter() - t
     if answer.status == "answered" and not health.unfinished(answer.warnings):  # a broken one is incomplete
         reason = refusal.unbacked_reason(answer, answer.question, in_books)

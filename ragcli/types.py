@@ -157,6 +157,9 @@ class Claim:
     # the labels the model wrote, when another passage it was given backs the sentence and the cited
     # one does not (grounding.repoint): `citations` then names that passage
     cited_as: list[str] = field(default_factory=list)
+    # the model cited nothing for this sentence; ragcli found the passage of the prompt that states it
+    # (grounding.attribute) and `citations` names it
+    attributed: bool = False
 
 
 @dataclass

@@ -242,6 +242,37 @@ def test_answer_whose_citations_were_all_removed_is_unsupported(conn, embedder):
     assert answer.citations == [] and len(answer.removed_citations) == 2
 
 
+def test_an_answer_without_labels_gets_the_passages_its_sentences_come_from(conn, embedder):
+    """The 0.5B pastes the book's sentences and cites nothing: ragcli finds the passage each copied
+    sentence comes from, says the labels are its own, and leaves a sentence from memory uncited."""
+    from ragcli.text import sentences
+
+    question = "what is a craniotomy?"
+    top = ask.ask(conn, embedder, question, None, ask.AskOptions(expand=False)).sources[0].hit
+    copied = next(s for s in sentences(top.text) if len(s.split()) >= 8)
+    invented = "Patients usually go home on the same afternoon and return to work the next week."
+    answer = ask.ask(conn, embedder, question, FakeChatModel(f"{copied} {invented}"),
+                     ask.AskOptions(expand=False))
+    assert answer.status == "answered" and "ragcli found" in answer.notice
+    first, second = answer.claims
+    assert first.attributed and first.support == "supported" and first.citations == answer.citations
+    assert [s.hit.passage_id for s in answer.sources if s.label == first.citations[0]] == [top.passage_id]
+    assert not second.attributed and second.support == "no_source" and second.citations == []
+    assert labels_in(answer.answer) == set()  # the model's text is not rewritten
+    from ragcli.render.data import answer_data
+
+    data = json.loads(json.dumps(answer_data(answer)))
+    assert data["claims"][0]["attributed"] is True and data["claims"][1]["attributed"] is False
+
+
+def test_an_unlabelled_answer_from_memory_stays_unsupported(conn, embedder):
+    model = FakeChatModel("Surgeons usually shave the whole head the night before and patients fast for "
+                          "two days.")
+    answer = ask.ask(conn, embedder, "what is a craniotomy?", model, ask.AskOptions(expand=False))
+    assert answer.status == "unsupported" and answer.citations == []
+    assert all(not c.attributed and c.support == "no_source" for c in answer.claims)
+
+
 def test_extractive_answer_without_a_model(conn, embedder):
     answer = ask.ask(conn, embedder, "how is nimodipine given after subarachnoid hemorrhage?", None,
                      ask.AskOptions())

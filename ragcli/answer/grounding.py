@@ -45,6 +45,7 @@ def score(answer_text: str, sources: list[Source], embedder) -> list[Claim]:
     for claim, row in zip(todo, results):
         _apply(claim, row, by_label)
     repoint([c for c in todo if c.support != "supported"], sources, embedder)
+    attribute([c for c in claims if not c.citations and is_factual(c.text)], sources, embedder)
     for claim in claims:
         if not claim.citations:
             claim.support = "no_source" if is_factual(claim.text) else "not_factual"
@@ -91,6 +92,26 @@ def repoint(claims: list[Claim], sources: list[Source], embedder) -> None:
             continue
         i = max(best, key=lambda j: row[j].score)
         claim.cited_as, claim.citations = list(claim.citations), [alt[i].label]
+        _apply(claim, [row[i]], by_label)
+
+
+def attribute(claims: list[Claim], sources: list[Source], embedder) -> None:
+    """A factual sentence that cites nothing, but that a passage of the prompt states (level
+    `supported`), gets that passage's label with `attributed` set: the model wrote the book's sentence
+    without its label (Qwen2.5-Coder-0.5B pastes passage text unlabelled more often than not). Only
+    `supported` moves a label in, so a sentence from memory stays `no_source`; the answer text is not
+    changed, and the terminal and JSON say the label is ragcli's, not the model's."""
+    if not claims or not sources:
+        return
+    texts = {s.label: split_sentences_plain(s.hit.text) for s in sources}
+    rows = support.score_claims([(c.text, [texts[s.label] for s in sources]) for c in claims], embedder)
+    by_label = {s.label: s for s in sources}
+    for claim, row in zip(claims, rows):
+        best = [i for i in range(len(row)) if row[i].level == "supported"]
+        if not best:
+            continue
+        i = max(best, key=lambda j: row[j].score)
+        claim.citations, claim.attributed = [sources[i].label], True
         _apply(claim, [row[i]], by_label)
 
 

@@ -301,6 +301,9 @@ def print_claims(console, claims, evidence: bool, quoted: bool = False) -> None:
         if evidence and c.evidence:
             e = c.evidence
             console.print(f"    [dim]↳ [{e.label}] p. {e.page_label}: “{_escape(e.quote)}”[/]", highlight=False)
+        if getattr(c, "attributed", False):
+            console.print(f"    [dim]↳ the answer cites no passage here; ragcli found it in "
+                          f"{_escape('[' + c.citations[0] + ']')}[/]", highlight=False)
         if c.cited_as:
             cited = ", ".join(f"[{lab}]" for lab in c.cited_as)
             console.print(f"    [dim]↳ the answer cites {_escape(cited)}, which does not back it; "
