@@ -116,6 +116,54 @@ MESSAGE_VARIANTS = {
 }
 
 
+# A second worked example, for the answer call only (the rewrite and verify keep the shared prefix, so
+# their calls and replies are unchanged and replay): a yes/no question in lay words ("gunky", "squirt"),
+# answered yes or no first, then in the passage's own words, with its steps. Qwen2.5-Coder-1.5B answered
+# "should I ..." questions in the asker's words ("No, you should not slice the snakebite open"), which
+# no passage backs word for word, and named a method instead of giving its steps.
+YES_NO_EXAMPLE = (
+    "Passages:\n\n[S1] Gears, p. 33\nIf the chain skips, turn the barrel adjuster a quarter turn at a time."
+    "\n\n[S2] Chains, p. 31\nDO NOT oil a dirty chain. Clean the chain with degreaser and a stiff brush, "
+    "dry it, then put one drop of chain oil on each link.\n\nQuestion: my chain is all gunky and black, "
+    "can I just squirt some oil on it?\n\n",
+    "No: do not oil a dirty chain [S2]. Clean the chain with degreaser and a stiff brush, dry it, then put "
+    "one drop of chain oil on each link [S2].")
+# A question the passages are on the topic of but silent on (an amount they never give), refused in plain
+# words: the model learns by example that such a question is refused, without a refusal sentence in
+# the instructions to copy (the 0.5B copied one, docs/decisions.md).
+SILENT_EXAMPLE = (
+    "Passages:\n\n[S1] Saddle, p. 8\nSet the saddle so the knee is slightly bent at the bottom of the pedal "
+    "stroke.\n\n[S2] Hubs, p. 40\nPack the hub bearings with fresh grease every spring and check the cones "
+    "for play.\n\nQuestion: how many grams of grease do the hub bearings take?\n\n",
+    "The passages do not say how much grease the hub bearings take.")
+EXTRA_EXAMPLES = {"ragcli-yesno-example": [YES_NO_EXAMPLE],
+                  "ragcli-silent-yesno-examples": [SILENT_EXAMPLE, YES_NO_EXAMPLE]}
+
+
+def extra_examples_build(examples):
+    """ragcli's own prompt.build, with more worked examples between the shared prefix and the question
+    (answer calls only; the second chance keeps its own)."""
+    from ragcli.answer import prompt
+
+    original = prompt.build
+
+    def build(question, sources, count_tokens, budget, instruction=prompt.ANSWER_INSTRUCTION):
+        if instruction != prompt.ANSWER_INSTRUCTION:
+            return original(question, sources, count_tokens, budget, instruction=instruction)
+        turns = []
+        for user, reply in examples:
+            turns += [{"role": "user", "content": user + prompt.ANSWER_INSTRUCTION},
+                      {"role": "assistant", "content": reply}]
+        extra = sum(count_tokens(m["content"]) + 8 for m in turns)
+        built = original(question, sources, count_tokens, budget - extra, instruction=instruction)
+        n = len(prompt.ANSWER_PREFIX)
+        built.messages[n:n] = turns
+        built.prompt_tokens += extra
+        return built
+
+    return build
+
+
 def plain_build(question, sources, count_tokens, budget, instruction=None):
     """The plain baseline's prompt (bench_answers.baseline_messages: the top 6 passages, no system prompt,
     no headers, no example) inside ragcli's pipeline: its replies are the baseline's, so with --cache the
@@ -143,6 +191,9 @@ def apply(name: str) -> Variant:
     if name == "plain":
         _original_build, prompt.build = prompt.build, plain_build
         return Variant(system=None, passages=6)
+    if name in EXTRA_EXAMPLES:
+        prompt.build = extra_examples_build(EXTRA_EXAMPLES[name])
+        return Variant(system=prompt.ANSWER_SYSTEM, passages=prompt.ANSWER_SOURCES, example=True)
     if name in MESSAGE_VARIANTS:
         original, change = prompt.answer_message, MESSAGE_VARIANTS[name]
 

@@ -424,6 +424,24 @@ def test_a_question_for_an_amount_answered_without_one_is_not_answered():
     assert refusal.unbacked_reason(answer, "How far from the bite do the bands go?") is None
 
 
+def test_an_amount_of_something_no_cited_passage_names_is_not_an_answer():
+    from ragcli.types import Answer, Claim
+
+    assert refusal.amount_object("What dose of morphine should I give for severe pain?") == ["morphine"]
+    assert refusal.amount_object("How many milligrams of ibuprofen can I give?") == ["ibuprofen"]
+    assert refusal.amount_object("How many chest compressions per minute?") == ["chest", "compressions"]
+    assert refusal.amount_object("How often does a soldier need a booster?") == []  # a time, not a thing
+    sources = _sources([321])  # the snakebite band: "single band", "1 inch", "fingerbreadth"
+    # an amount copied from a passage about something else (the 1.5B: "Take one tablet every 8 hours")
+    text = "Place the band about 1 inch above the bite [S1]."
+    answer = Answer("", None, text, "answered", ["S1"], [], sources)
+    answer.claims = [Claim(text[:-5], ["S1"], support="supported")]
+    reason = refusal.unbacked_reason(answer, "What dose of morphine should I give after a snakebite?")
+    assert reason and "morphine" in reason
+    # the same answer where the passage names what is counted
+    assert refusal.unbacked_reason(answer, "How many bands should I place for a bite on the foot?") is None
+
+
 def test_a_do_not_list_keeps_its_negation_on_every_item():
     # FM 4-25.11, 5-3 (frostbite), p. 5-13: "DO NOT— • Rub the injured part with snow ... • Warm the part
     # by massage ...": one item a line must not read as an instruction to do it

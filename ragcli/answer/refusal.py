@@ -112,6 +112,31 @@ def asks_for_amount(question: str) -> bool:
     return bool(_ASKS_AMOUNT.search(question))
 
 
+# "What dose of morphine", "how much potassium iodide", "how many vials of antivenom": the thing whose
+# amount is asked. A count or a unit before "of" is skipped ("milligrams of ibuprofen" -> ibuprofen).
+_AMOUNT_OF = re.compile(
+    r"\b(?:how (?:many|much)|(?:dose|dosage|amount|quantity) of|(?:what|which) (?:dose|dosage|amount)(?:\s+of)?)\s+"
+    r"(?:(?:milligrams?|mg|grams?|g|micrograms?|mcg|vials?|tablets?|pills?|capsules?|units?|doses?|ml|"
+    r"cc|drops?|cups?|spoons?|teaspoons?|tablespoons?|shots?|injections?|bottles?)\s+of\s+)?"
+    r"((?:[a-z][a-z'-]*\s*){1,3})", re.I)
+
+
+def amount_object(question: str) -> list[str]:
+    """The content words naming what an amount question asks the amount of, or [] ("how often",
+    "how long" ask for a time, not an amount of something)."""
+    from ragcli.text import SUPPORT_STOPWORDS
+
+    m = _AMOUNT_OF.search(question)
+    if not m:
+        return []
+    words: list[str] = []
+    for w in m.group(1).lower().split():
+        if w in SUPPORT_STOPWORDS:
+            break
+        words.append(w)
+    return words
+
+
 def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bool]] = None) -> Optional[str]:
     """Why an answer's substance is not in the passages (so it is `no_answer`), or None.
 
@@ -119,7 +144,9 @@ def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bo
     supports it (`supported`), or relates to it (`weak`) without anything the passages lack: a number
     no passage has, or a word of the question no passage has ("morphine"). The answer is not backed
     when no claim is, or when its first claim (the direct answer) brings such a number or word, or
-    when the question asks for an amount (`asks_for_amount`) and no claim gives one."""
+    when the question asks for an amount (`asks_for_amount`) and no claim gives one, or asks for the
+    amount of something (`amount_object`: "what dose of morphine") that no cited passage names: "Take
+    one tablet every 8 hours [S2]" from a passage about another drug answers another question."""
     from ragcli.text import stem
 
     factual = [c for c in answer.claims if c.support != "not_factual"]
@@ -127,6 +154,15 @@ def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bo
         return None
     if asks_for_amount(question) and not any(_AMOUNT.search(c.text) for c in factual):
         return "the question asks for an amount and the answer gives none"
+    thing = amount_object(question)
+    if thing:
+        cited = {lab for c in factual for lab in c.citations}
+        text = " ".join(s.hit.text for s in answer.sources if s.label in cited).lower()
+        present = {stem(w) for w in re.findall(r"[a-z]+", text)}
+        lacking = [w for w in thing if stem(w) not in present]
+        if lacking:
+            return (f"the question asks how much {' '.join(thing)}, and the passages the answer cites do not "
+                    f"mention {', '.join(lacking)}")
     absent = {stem(w): w for w in missing_terms(question, answer.sources, in_books)}
 
     def lacks(claim) -> list[str]:
