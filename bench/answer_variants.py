@@ -137,10 +137,15 @@ SILENT_EXAMPLE = (
     "for play.\n\nQuestion: how many grams of grease do the hub bearings take?\n\n",
     "The passages do not say how much grease the hub bearings take.")
 EXTRA_EXAMPLES = {"ragcli-yesno-example": [YES_NO_EXAMPLE],
-                  "ragcli-silent-yesno-examples": [SILENT_EXAMPLE, YES_NO_EXAMPLE]}
+                  "ragcli-silent-yesno-examples": [SILENT_EXAMPLE, YES_NO_EXAMPLE],
+                  "ragcli-silent-quote": [SILENT_EXAMPLE]}
+# The last user message's task line, where a variant changes it (the worked examples keep ragcli's).
+QUOTE_TASK = ("Answer with the passages' own sentences that answer the question, copied word for word, 2 to 5 "
+              "of them, each ending with its label. For a yes or no question, begin with Yes or No.")
+TASKS = {"ragcli-silent-quote": QUOTE_TASK}
 
 
-def extra_examples_build(examples):
+def extra_examples_build(examples, task=None):
     """ragcli's own prompt.build, with more worked examples between the shared prefix and the question
     (answer calls only; the second chance keeps its own)."""
     from ragcli.answer import prompt
@@ -158,6 +163,11 @@ def extra_examples_build(examples):
         built = original(question, sources, count_tokens, budget - extra, instruction=instruction)
         n = len(prompt.ANSWER_PREFIX)
         built.messages[n:n] = turns
+        if task:
+            last = built.messages[-1]
+            assert last["content"].endswith(prompt.ANSWER_INSTRUCTION)
+            last["content"] = last["content"][: -len(prompt.ANSWER_INSTRUCTION)] + task
+            built.prompt_tokens += count_tokens(task) - count_tokens(prompt.ANSWER_INSTRUCTION)
         built.prompt_tokens += extra
         return built
 
@@ -192,7 +202,7 @@ def apply(name: str) -> Variant:
         _original_build, prompt.build = prompt.build, plain_build
         return Variant(system=None, passages=6)
     if name in EXTRA_EXAMPLES:
-        prompt.build = extra_examples_build(EXTRA_EXAMPLES[name])
+        prompt.build = extra_examples_build(EXTRA_EXAMPLES[name], TASKS.get(name))
         return Variant(system=prompt.ANSWER_SYSTEM, passages=prompt.ANSWER_SOURCES, example=True)
     if name in MESSAGE_VARIANTS:
         original, change = prompt.answer_message, MESSAGE_VARIANTS[name]

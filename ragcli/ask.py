@@ -69,20 +69,63 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     else:
         phase("prompt")
         answer = _model_answer(model, question, sources, base, timings, opts, on_text, on_progress, phase)
-    return _assessed(answer, embedder, model, opts, phase, in_books=lambda w: corpus.term_in_corpus(conn, w))
+    in_books = lambda w: corpus.term_in_corpus(conn, w)  # noqa: E731
+    answer = _assessed(answer, embedder, model, opts, phase, in_books=in_books)
+    if model is not None and _unbacked_deserves_retry(answer, sources):
+        answer = _second_try(answer, model, embedder, question, sources, base, timings, opts, on_text,
+                             on_progress, phase, in_books)
+    return answer
+
+
+def _second_try(answer: Answer, model, embedder, question, sources, base, timings, opts: AskOptions, on_text,
+                on_progress, phase, in_books) -> Answer:
+    """The answer was not backed (refusal.unbacked_reason), though retrieval matched squarely: one more
+    try from the top passages only, with the direct instruction; kept only if it is answered."""
+    if on_text:
+        on_text("\n")
+    phase("retry")
+    second = _model_answer(model, question, sources, base, dict(timings), opts, on_text, on_progress, phase,
+                           retry=True)
+    second = _assessed(second, embedder, model, opts, phase, in_books=in_books)
+    if second.status == "answered":
+        second.notice = _join(f"answered on the second try, from the top {len(second.sources)} passages: "
+                              f"the first answer was not backed ({answer.unbacked})", second.notice)
+        return second
+    answer.attempts = 2
+    answer.timings["generation"] = second.timings.get("generation", 0.0)
+    return answer
+
+
+def _join(*notes: Optional[str]) -> Optional[str]:
+    return "; ".join(n for n in notes if n) or None
+
+
+def _unbacked_deserves_retry(answer: Answer, sources: list[Source]) -> bool:
+    """A model's answer turned into `no_answer` by ragcli's checks (not a refusal in the model's own
+    words, which has had its second chance) for a reason another try can mend
+    (refusal.worth_a_second_try), when the top passages match the question well."""
+    return (answer.status == "no_answer" and answer.attempts == 1 and answer.unbacked is not None
+            and refusal.worth_a_second_try(answer.unbacked) and refusal.deserves_second_chance(sources))
 
 
 def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_text, on_progress,
-                  phase) -> Answer:
+                  phase, retry: bool = False) -> Answer:
     """The model's answer; a refusal is `no_answer`, and gets one second chance (the top passages
-    only, a direct instruction) when retrieval matched the question well (refusal.deserves_second_chance)."""
-    gen = generate(model, question, sources, max_tokens=opts.max_tokens, constraint=opts.grammar,
-                   on_text=on_text, on_progress=on_progress)
-    timings.update(gen.timings)
-    shown = gen.prompt.sources  # the passages listed: those of the first prompt
-    attempts = 1
-    if refusal.is_refusal(gen.text) and refusal.deserves_second_chance(sources):
-        top = [s for s in sources if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
+    only, a direct instruction) when retrieval matched the question well (refusal.deserves_second_chance).
+    `retry`: this is the second chance itself (after an answer ragcli found unbacked)."""
+    top = [s for s in sources if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
+    if retry:
+        gen = generate(model, question, top, max_tokens=opts.max_tokens, constraint=opts.grammar,
+                       instruction=prompt.SECOND_CHANCE_INSTRUCTION, on_text=on_text, on_progress=on_progress)
+        timings["generation"] = timings.get("generation", 0.0) + gen.timings.get("generation", 0.0)
+        timings["second_chance_prompt_tokens"] = gen.timings.get("prompt_tokens")
+    else:
+        gen = generate(model, question, sources, max_tokens=opts.max_tokens, constraint=opts.grammar,
+                       on_text=on_text, on_progress=on_progress)
+        timings.update(gen.timings)
+    shown = gen.prompt.sources  # the passages listed: those of the prompt the answer comes from
+    attempts = 2 if retry else 1
+    if not retry and refusal.is_refusal(gen.text) and refusal.deserves_second_chance(sources):
         if on_text:
             on_text("\n")
         phase("retry")
@@ -155,7 +198,7 @@ def _assessed(answer: Answer, embedder, model, opts: AskOptions, phase, in_books
     if answer.status == "answered" and not health.unfinished(answer.warnings):  # a broken one is incomplete
         reason = refusal.unbacked_reason(answer, answer.question, in_books)
         if reason:
-            answer.status, answer.citations, answer.claims = "no_answer", [], []
+            answer.status, answer.citations, answer.claims, answer.unbacked = "no_answer", [], [], reason
             answer.notice = f"not answered: {reason}; the nearest passages are listed"
     health.finish(answer)
     skipped = health.verification_skipped(answer, model is not None) if opts.verify else None

@@ -201,6 +201,7 @@ class Answer:
     verification: Optional[dict] = None
     warnings: list[HealthWarning] = field(default_factory=list)  # the answer's health (answer/health.py)
     attempts: int = 0  # model calls for the answer: 1, or 2 after a second chance (0: none)
+    unbacked: Optional[str] = None  # why ragcli's checks made the model's answer no_answer (refusal.unbacked_reason)
 
 
 @dataclass

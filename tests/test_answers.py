@@ -442,6 +442,21 @@ def test_an_amount_of_something_no_cited_passage_names_is_not_an_answer():
     assert refusal.unbacked_reason(answer, "How many bands should I place for a bite on the foot?") is None
 
 
+def test_an_answer_most_of_whose_sentences_no_passage_backs_is_not_an_answer():
+    from ragcli.types import Answer, Claim
+
+    sources = _sources([321])
+    question = "How do I help someone having an asthma attack?"
+    claims = [Claim("Place your hand on the casualty's forehead", ["S1"], support="unsupported"),
+              Claim("Pinch his nostrils together", ["S1"], support="unsupported"),
+              Claim("Place a single band above the wrist", ["S1"], support="supported")]
+    answer = Answer(question, None, "", "answered", ["S1"], [], sources)
+    answer.claims = claims
+    assert "2 of its 3 sentences" in refusal.unbacked_reason(answer, question)
+    claims[1].support = "supported"  # one of three unbacked: an answer, flagged per sentence
+    assert refusal.unbacked_reason(answer, question) is None
+
+
 def test_a_do_not_list_keeps_its_negation_on_every_item():
     # FM 4-25.11, 5-3 (frostbite), p. 5-13: "DO NOT— • Rub the injured part with snow ... • Warm the part
     # by massage ...": one item a line must not read as an instruction to do it

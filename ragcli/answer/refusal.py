@@ -137,6 +137,19 @@ def amount_object(question: str) -> list[str]:
     return words
 
 
+NO_AMOUNT = "the question asks for an amount and the answer gives none"
+NOT_BACKED = "no sentence of the answer is backed by the passages it cites"
+
+
+def worth_a_second_try(reason: str) -> bool:
+    """After which unbacked verdicts another try from the same book can succeed: the model wrote
+    something no passage backs (a paraphrase in the asker's words, "No, do not push on the gash"), or
+    answered an amount question without one. Not when the question names what the books lack (a
+    missing word, the amount of a thing no passage names) or most sentences contradict their passages:
+    measured, a second try then copied a procedure about something else (docs/benchmarks-answers.md)."""
+    return reason in (NOT_BACKED, NO_AMOUNT)
+
+
 def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bool]] = None) -> Optional[str]:
     """Why an answer's substance is not in the passages (so it is `no_answer`), or None.
 
@@ -144,7 +157,8 @@ def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bo
     supports it (`supported`), or relates to it (`weak`) without anything the passages lack: a number
     no passage has, or a word of the question no passage has ("morphine"). The answer is not backed
     when no claim is, or when its first claim (the direct answer) brings such a number or word, or
-    when the question asks for an amount (`asks_for_amount`) and no claim gives one, or asks for the
+    when most of its claims are `unsupported` (their passages, and every other passage given, say
+    something else), when the question asks for an amount (`asks_for_amount`) and no claim gives one, or asks for the
     amount of something (`amount_object`: "what dose of morphine") that no cited passage names: "Take
     one tablet every 8 hours [S2]" from a passage about another drug answers another question."""
     from ragcli.text import stem
@@ -153,7 +167,7 @@ def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bo
     if not factual:
         return None
     if asks_for_amount(question) and not any(_AMOUNT.search(c.text) for c in factual):
-        return "the question asks for an amount and the answer gives none"
+        return NO_AMOUNT
     thing = amount_object(question)
     if thing:
         cited = {lab for c in factual for lab in c.citations}
@@ -179,7 +193,11 @@ def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bo
         foreign = [x for c in factual for x in lacks(c)]
         if foreign:
             return "the passages do not mention " + ", ".join(dict.fromkeys(foreign))
-        return "no sentence of the answer is backed by the passages it cites"
+        return NOT_BACKED
+    contradicted = [c for c in factual if c.support == "unsupported"]
+    if len(contradicted) * 2 > len(factual):
+        return (f"{len(contradicted)} of its {len(factual)} sentences are not backed by the passages they "
+                f"cite, nor by any other passage given")
     return None
 
 
