@@ -14,7 +14,7 @@ from ragcli.answer import refusal
 from ragcli.answer.generate import generate
 from ragcli.models.chat import Grammar
 from ragcli.store import corpus
-from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
+from ragcli.search.pipeline import DENSE_FLOOR, SearchOptions, mode_for, no_context, other_language_notice, search
 from ragcli.types import Answer, Expansion, Source
 
 
@@ -197,6 +197,8 @@ def _assessed(answer: Answer, embedder, model, opts: AskOptions, phase, in_books
         answer.timings["claims"] = time.perf_counter() - t
     if answer.status == "answered" and not health.unfinished(answer.warnings):  # a broken one is incomplete
         reason = refusal.unbacked_reason(answer, answer.question, in_books)
+        if not reason and refusal.off_question(answer, answer.question, embedder, DENSE_FLOOR):
+            reason = refusal.OFF_QUESTION
         if reason:
             answer.status, answer.citations, answer.claims, answer.unbacked = "no_answer", [], [], reason
             answer.notice = f"not answered: {reason}; the nearest passages are listed"

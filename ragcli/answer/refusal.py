@@ -147,7 +147,7 @@ def worth_a_second_try(reason: str) -> bool:
     answered an amount question without one. Not when the question names what the books lack (a
     missing word, the amount of a thing no passage names) or most sentences contradict their passages:
     measured, a second try then copied a procedure about something else (docs/benchmarks-answers.md)."""
-    return reason in (NOT_BACKED, NO_AMOUNT)
+    return reason in (NOT_BACKED, NO_AMOUNT, OFF_QUESTION)
 
 
 def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bool]] = None) -> Optional[str]:
@@ -199,6 +199,26 @@ def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bo
         return (f"{len(contradicted)} of its {len(factual)} sentences are not backed by the passages they "
                 f"cite, nor by any other passage given")
     return None
+
+
+# ------------------------------------------------------------------------------ off the question
+OFF_QUESTION = "the answer is about something else: its text is no nearer the question than unrelated text"
+
+
+def off_question(answer, question: str, embedder, floor: float) -> bool:
+    """Is the answer's text (its factual sentences, labels aside) no nearer the question than the
+    no-context floor, the cosine under which retrieval calls a passage unrelated? A small model given
+    on-topic passages that are silent on the question copies the nearest procedure ("deliver a baby in
+    the field" answered with the field-dressing steps, every sentence backed by its passage): backed,
+    and not an answer."""
+    import numpy as np
+
+    text = " ".join(re.sub(r"\s*\[[SF]\d+\]", "", c.text) for c in answer.claims if c.support != "not_factual")
+    if not text.strip():
+        return False
+    q, a = embedder.embed([question, text])
+    cos = float(np.dot(q, a) / max(1e-12, float(np.linalg.norm(q) * np.linalg.norm(a))))
+    return cos < floor
 
 
 # ------------------------------------------------------------------------------ second chance
