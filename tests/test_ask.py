@@ -265,6 +265,38 @@ def test_an_answer_without_labels_gets_the_passages_its_sentences_come_from(conn
     assert data["claims"][0]["attributed"] is True and data["claims"][1]["attributed"] is False
 
 
+def test_an_unbacked_answer_gets_one_second_try_from_the_top_passages(conn, embedder):
+    from ragcli.answer import refusal
+    from ragcli.text import sentences
+
+    question = "what is a craniotomy?"
+    sources = ask.ask(conn, embedder, question, None, ask.AskOptions(expand=False)).sources
+    assert refusal.deserves_second_chance(sources)
+    copied = next(s for s in sentences(sources[0].hit.text) if len(s.split()) >= 8)
+    model = FakeChatModel(["Surgeons usually shave the whole head the night before [S1].", f"{copied} [S1]"])
+    answer = ask.ask(conn, embedder, question, model, ask.AskOptions(expand=False))
+    assert len(model.calls) == 2 and answer.attempts == 2
+    assert answer.status == "answered" and "second try" in answer.notice and refusal.NOT_BACKED in answer.notice
+    assert model.calls[1]["messages"][-1]["content"].endswith(prompt.SECOND_CHANCE_INSTRUCTION)
+    # a second unbacked reply: the first verdict stands, no third call
+    model = FakeChatModel(["Surgeons usually shave the whole head the night before [S1]."] * 2)
+    answer = ask.ask(conn, embedder, question, model, ask.AskOptions(expand=False))
+    assert len(model.calls) == 2 and answer.status == "no_answer" and answer.attempts == 2
+
+
+def test_an_answer_about_something_else_is_not_an_answer(embedder):
+    from ragcli.answer import refusal
+    from ragcli.search.pipeline import DENSE_FLOOR
+    from ragcli.types import Answer, Claim
+
+    steps = "Check his first aid case regularly and replace any used or missing dressing [S1]."
+    answer = Answer("", None, steps, "answered", ["S1"], [], [])
+    answer.claims = [Claim(steps[:-5], ["S1"], support="supported")]
+    assert refusal.off_question(answer, "How do I deliver a baby in the field?", embedder, DENSE_FLOOR)
+    assert not refusal.off_question(answer, "How often should I check and replace field dressings?", embedder,
+                                    DENSE_FLOOR)
+
+
 def test_an_unlabelled_answer_from_memory_stays_unsupported(conn, embedder):
     model = FakeChatModel("Surgeons usually shave the whole head the night before and patients fast for "
                           "two days.")
