@@ -108,17 +108,24 @@ def _unbacked_deserves_retry(answer: Answer, sources: list[Source]) -> bool:
             and refusal.worth_a_second_try(answer.unbacked) and refusal.deserves_second_chance(sources))
 
 
+def _from_the_top(model, question, sources, timings, opts: AskOptions, on_text, on_progress):
+    """The second chance's generation: the top passages only, the direct instruction; its time is
+    added to the answer's."""
+    top = [s for s in sources if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
+    gen = generate(model, question, top, max_tokens=opts.max_tokens, constraint=opts.grammar,
+                   instruction=prompt.SECOND_CHANCE_INSTRUCTION, on_text=on_text, on_progress=on_progress)
+    timings["generation"] = timings.get("generation", 0.0) + gen.timings.get("generation", 0.0)
+    timings["second_chance_prompt_tokens"] = gen.timings.get("prompt_tokens")
+    return gen
+
+
 def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_text, on_progress,
                   phase, retry: bool = False) -> Answer:
     """The model's answer; a refusal is `no_answer`, and gets one second chance (the top passages
     only, a direct instruction) when retrieval matched the question well (refusal.deserves_second_chance).
     `retry`: this is the second chance itself (after an answer ragcli found unbacked)."""
-    top = [s for s in sources if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
     if retry:
-        gen = generate(model, question, top, max_tokens=opts.max_tokens, constraint=opts.grammar,
-                       instruction=prompt.SECOND_CHANCE_INSTRUCTION, on_text=on_text, on_progress=on_progress)
-        timings["generation"] = timings.get("generation", 0.0) + gen.timings.get("generation", 0.0)
-        timings["second_chance_prompt_tokens"] = gen.timings.get("prompt_tokens")
+        gen = _from_the_top(model, question, sources, timings, opts, on_text, on_progress)
     else:
         gen = generate(model, question, sources, max_tokens=opts.max_tokens, constraint=opts.grammar,
                        on_text=on_text, on_progress=on_progress)
@@ -129,12 +136,8 @@ def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_
         if on_text:
             on_text("\n")
         phase("retry")
-        second = generate(model, question, top, max_tokens=opts.max_tokens, constraint=opts.grammar,
-                          instruction=prompt.SECOND_CHANCE_INSTRUCTION, on_text=on_text,
-                          on_progress=on_progress)
+        second = _from_the_top(model, question, sources, timings, opts, on_text, on_progress)
         attempts = 2
-        timings["generation"] = timings.get("generation", 0.0) + second.timings.get("generation", 0.0)
-        timings["second_chance_prompt_tokens"] = second.timings.get("prompt_tokens")
         gen = second if not refusal.is_refusal(second.text) else gen
     notice = None
     if refusal.is_refusal(gen.text):

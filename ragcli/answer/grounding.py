@@ -79,20 +79,11 @@ def repoint(claims: list[Claim], sources: list[Source], embedder) -> None:
     is kept in `cited_as`. Small models put the right sentence under the neighbouring label ("the
     thumb side of the wrist [S4]" copied from S5). Only passages the model was given are candidates,
     and only a `supported` match moves a label: a weak one leaves the claim as scored."""
-    if not claims or len(sources) < 2:
+    if len(sources) < 2:
         return
-    others = [[s for s in sources if s.label not in c.citations] for c in claims]
-    texts = {s.label: split_sentences_plain(s.hit.text) for s in sources}
-    rows = support.score_claims([(c.text, [texts[s.label] for s in alt]) for c, alt in zip(claims, others)],
-                                embedder)
-    by_label = {s.label: s for s in sources}
-    for claim, alt, row in zip(claims, others, rows):
-        best = [i for i in range(len(row)) if row[i].level == "supported"]
-        if not best:
-            continue
-        i = max(best, key=lambda j: row[j].score)
-        claim.cited_as, claim.citations = list(claim.citations), [alt[i].label]
-        _apply(claim, [row[i]], by_label)
+    for claim, source, result in _supporting(claims, sources, embedder, exclude_cited=True):
+        claim.cited_as, claim.citations = list(claim.citations), [source.label]
+        _apply(claim, [result], {source.label: source})
 
 
 def attribute(claims: list[Claim], sources: list[Source], embedder) -> None:
@@ -101,18 +92,25 @@ def attribute(claims: list[Claim], sources: list[Source], embedder) -> None:
     without its label (Qwen2.5-Coder-0.5B pastes passage text unlabelled more often than not). Only
     `supported` moves a label in, so a sentence from memory stays `no_source`; the answer text is not
     changed, and the terminal and JSON say the label is ragcli's, not the model's."""
+    for claim, source, result in _supporting(claims, sources, embedder, exclude_cited=False):
+        claim.citations, claim.attributed = [source.label], True
+        _apply(claim, [result], {source.label: source})
+
+
+def _supporting(claims: list[Claim], sources: list[Source], embedder, exclude_cited: bool):
+    """(claim, source, result) for each claim that a source of the prompt (other than those it cites,
+    with `exclude_cited`) states, level `supported`: the best-scoring such source."""
     if not claims or not sources:
         return
+    candidates = [[s for s in sources if not (exclude_cited and s.label in c.citations)] for c in claims]
     texts = {s.label: split_sentences_plain(s.hit.text) for s in sources}
-    rows = support.score_claims([(c.text, [texts[s.label] for s in sources]) for c in claims], embedder)
-    by_label = {s.label: s for s in sources}
-    for claim, row in zip(claims, rows):
+    rows = support.score_claims([(c.text, [texts[s.label] for s in alt]) for c, alt in zip(claims, candidates)],
+                                embedder)
+    for claim, alt, row in zip(claims, candidates, rows):
         best = [i for i in range(len(row)) if row[i].level == "supported"]
-        if not best:
-            continue
-        i = max(best, key=lambda j: row[j].score)
-        claim.citations, claim.attributed = [sources[i].label], True
-        _apply(claim, [row[i]], by_label)
+        if best:
+            i = max(best, key=lambda j: row[j].score)
+            yield claim, alt[i], row[i]
 
 
 def _apply(claim: Claim, row: list[support.SupportResult], by_label: dict[str, Source]) -> None:

@@ -81,13 +81,19 @@ def missing_terms(question: str, sources, in_books: Optional[Callable[[str], boo
     it (see `unbacked_reason`)."""
     from ragcli.text import content_words, stem
 
-    text = " ".join(s.hit.text for s in sources).lower()
-    present = {stem(w) for w in content_words(text)}
+    present = _stems(sources)
     out: list[str] = []
     for w in content_words(question):
         if stem(w) not in present and w not in out and len(w) > 3 and not (in_books and in_books(w)):
             out.append(w)
     return out
+
+
+def _stems(sources) -> set[str]:
+    """The stems of the passages' content words."""
+    from ragcli.text import content_words, stem
+
+    return {stem(w) for w in content_words(" ".join(s.hit.text for s in sources))}
 
 
 def _foreign_numbers(claim: str, sources) -> list[str]:
@@ -171,8 +177,7 @@ def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bo
     thing = amount_object(question)
     if thing:
         cited = {lab for c in factual for lab in c.citations}
-        text = " ".join(s.hit.text for s in answer.sources if s.label in cited).lower()
-        present = {stem(w) for w in re.findall(r"[a-z]+", text)}
+        present = _stems([s for s in answer.sources if s.label in cited])
         lacking = [w for w in thing if stem(w) not in present]
         if lacking:
             return (f"the question asks how much {' '.join(thing)}, and the passages the answer cites do not "

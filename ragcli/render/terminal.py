@@ -301,7 +301,7 @@ def print_claims(console, claims, evidence: bool, quoted: bool = False) -> None:
         if evidence and c.evidence:
             e = c.evidence
             console.print(f"    [dim]↳ [{e.label}] p. {e.page_label}: “{_escape(e.quote)}”[/]", highlight=False)
-        if getattr(c, "attributed", False):
+        if c.attributed:
             console.print(f"    [dim]↳ the answer cites no passage here; ragcli found it in "
                           f"{_escape('[' + c.citations[0] + ']')}[/]", highlight=False)
         if c.cited_as:
