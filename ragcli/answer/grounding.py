@@ -130,9 +130,24 @@ def assess(answer: Answer, embedder, verify_model: Optional[object] = None) -> A
         answer.claims = []
         return answer
     answer.claims = score(answer.answer, answer.sources, embedder)
+    cite_what_claims_cite(answer)
     if verify_model is not None and answer.status == "answered":
         verify(answer, verify_model, embedder)
     return answer
+
+
+def cite_what_claims_cite(answer: Answer) -> None:
+    """After scoring, the answer's cited labels name every passage a claim now rests on: a label
+    ragcli moved a claim to (repoint) or found for it (attribute) joins the labels the model wrote,
+    which are all kept, in order of first use (a claim's own labels, then the one it now cites). So
+    the Sources list and `citations` hold the passage the terminal says backs the claim; which labels
+    are ragcli's the claims say (`cited_as`, `attributed`; render/data.found_citations)."""
+    own = list(answer.citations)
+    used = [lab for c in answer.claims
+            for lab in [*(c.cited_as or ([] if c.attributed else c.citations)), *c.citations]]
+    if all(lab in own for lab in used):
+        return
+    answer.citations = [*dict.fromkeys(used), *(lab for lab in own if lab not in used)]
 
 
 VERIFY_TASK = """TASK: check each numbered claim of a draft answer against the passages it cites. Say

@@ -101,6 +101,14 @@ def supported_share(claims) -> float | None:
     return round(sum(1 for c in factual if c.support == "supported") / len(factual), 4)
 
 
+def found_citations(answer) -> list[str]:
+    """The labels of `answer.citations` the model did not write: ragcli found that passage backs a
+    claim (a claim's `cited_as` says what the model cited instead, `attributed` that it cited nothing)."""
+    written = {lab for c in answer.claims for lab in (c.cited_as or ([] if c.attributed else c.citations))}
+    found = {lab for c in answer.claims if c.cited_as or c.attributed for lab in c.citations}
+    return [lab for lab in answer.citations if lab in found and lab not in written]
+
+
 def answer_data(answer) -> dict:
     """`ask --json` (README)."""
     return {
@@ -111,6 +119,7 @@ def answer_data(answer) -> dict:
         "notice": answer.notice,
         "attempts": answer.attempts,
         "citations": answer.citations,
+        "found_citations": found_citations(answer),
         "removed_citations": [to_data(r) for r in answer.removed_citations],
         "warnings": to_data(answer.warnings),
         "claims": claims_data(answer.claims, quoted=answer.status == "extractive"),

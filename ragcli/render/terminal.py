@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ragcli.render.data import model_name, summary_row, summary_warnings, supported_share
+from ragcli.render.data import found_citations, model_name, summary_row, summary_warnings, supported_share
 from ragcli.types import Book, Hit, Summary, SummarySource
 
 
@@ -212,7 +212,7 @@ def print_answer(console, answer, streamed: bool = False, evidence: bool = False
     if answer.notice:
         console.print(f"[yellow]{_escape(answer.notice)}[/]", highlight=False)
     if (answer.status == "no_context" and not answer.answer) or answer.status == "no_answer":
-        pass  # no answer: the notice says why, the passages follow (a streamed draft stays above)
+        pass  # no answer: the notice says why, the passages follow (a streamed draft was withdrawn)
     elif streamed:
         console.print()
     else:
@@ -224,10 +224,11 @@ def print_answer(console, answer, streamed: bool = False, evidence: bool = False
         print_claims(console, answer.claims, evidence, quoted=answer.status == "extractive")
     cited = [s for s in answer.sources if s.label in answer.citations]
     other = [s for s in answer.sources if s.label not in answer.citations]
+    found = found_citations(answer)
     if cited:
         console.print("\n[bold]Sources[/]")
         for s in cited:
-            console.print(source_line(s), highlight=False)
+            console.print(source_line(s, found=s.label in found), highlight=False)
     if other:
         console.print("\n[dim]Other retrieved passages[/]" if cited else "\n[bold]Nearest passages[/]")
         for s in other:
@@ -272,10 +273,12 @@ def print_verification(console, verification: dict) -> None:
                       highlight=False)
 
 
-def source_line(source) -> str:
+def source_line(source, found: bool = False) -> str:
+    """`[S1] Title — section, p. 5 (pdf 7): text…`; `found`: the model did not cite this passage,
+    ragcli found that it backs a sentence (the Support list says which)."""
     h = source.hit
     where = f"Figure {h.figure_number}, " if h.kind == "figure" else ""
-    return (f"[cyan][{source.label}][/] {_escape(h.book_title)} — {_escape(h.section_str)}, {where}"
+    return (f"[cyan][{source.label}][/] {'[dim](found by ragcli)[/] ' if found else ''}{_escape(h.book_title)} — {_escape(h.section_str)}, {where}"
             f"p. {h.page_label} (pdf {h.page_start}): {_escape(snippet(h.text, 160))}")
 
 
@@ -295,21 +298,44 @@ def print_claims(console, claims, evidence: bool, quoted: bool = False) -> None:
             console.print(f"[cyan]❝[/] {_escape(c.text)}[dim]{where}[/]", highlight=False)
         return
     console.print("\n[bold]Support[/]")
-    for c in claims:
+    run = 0  # consecutive sentences with the same label note: the note is said once, after them
+    for i, c in enumerate(claims):
         mark, colour = SUPPORT_MARKS.get(c.support, ("?", "white"))
         console.print(f"[{colour}]{mark} {c.support:<11}[/] {_escape(c.text)}", highlight=False)
         if evidence and c.evidence:
             e = c.evidence
             console.print(f"    [dim]↳ [{e.label}] p. {e.page_label}: “{_escape(e.quote)}”[/]", highlight=False)
-        if c.attributed:
-            console.print(f"    [dim]↳ the answer cites no passage here; ragcli found it in "
-                          f"{_escape('[' + c.citations[0] + ']')}[/]", highlight=False)
-        if c.cited_as:
-            cited = ", ".join(f"[{lab}]" for lab in c.cited_as)
-            console.print(f"    [dim]↳ the answer cites {_escape(cited)}, which does not back it; "
-                          f"{_escape('[' + c.citations[0] + ']')} does[/]", highlight=False)
+        note = label_note(c)
+        run = run + 1 if note else 0
+        if note and (i + 1 == len(claims) or label_note(claims[i + 1]) != note):
+            console.print(f"    [dim]↳ {_escape(label_note_words(note, run))}[/]", highlight=False)
+            run = 0
     console.print("[dim]legend: ✓ supported · ~ weak · ✗ unsupported (cited passage does not back it) · "
                   "? no source[/]")
+
+
+def label_note(claim):
+    """What ragcli did with a claim's label, as a key equal for sentences that share the note:
+    ("found", label) for a label found for an uncited sentence (grounding.attribute), ("moved",
+    labels the model wrote, label) for a label moved (grounding.repoint), None otherwise."""
+    if claim.attributed and claim.citations:
+        return ("found", claim.citations[0])
+    if claim.cited_as and claim.citations:
+        return ("moved", tuple(claim.cited_as), claim.citations[0])
+    return None
+
+
+def label_note_words(note, count: int) -> str:
+    """The note under one sentence, or once under a run of `count` consecutive ones."""
+    label = f"[{note[-1]}]"
+    if note[0] == "found":
+        if count == 1:
+            return f"the answer cites no passage here; ragcli found it in {label}"
+        return f"these {count} sentences cite no passage; ragcli found them in {label}"
+    cited = ", ".join(f"[{lab}]" for lab in note[1])
+    if count == 1:
+        return f"the answer cites {cited}, which does not back it; {label} does"
+    return f"these {count} sentences cite {cited}, which does not back them; {label} does"
 
 
 # -- summaries ------------------------------------------------------------------------------------
