@@ -54,6 +54,13 @@ def test_a_repointed_label_is_cited_listed_under_sources_and_named_in_the_json(e
     assert "[S1] First Aid" in listed and "[S3] First Aid" in listed  # the model's own, not marked
     assert "Other retrieved passages" not in shown
 
+    from ragcli.render.markdown import answer_markdown
+
+    md = answer_markdown(answer)  # no footnote without its mark in the text: S2 is listed after them
+    assert "[^S1]:" in md and "[^S3]:" in md and "[^S2]" not in md
+    last = md.rstrip().splitlines()[-1]
+    assert last.startswith("- S2: First Aid, CHAPTER 6") and last.endswith("6-3. Snakebites, p. 136 (PDF page 136).")
+
 
 def test_an_answer_that_cites_what_the_model_wrote_is_unchanged(embedder):
     sources = _sources([320, 321, 126])

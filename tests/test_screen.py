@@ -189,3 +189,71 @@ def test_the_status_line_turns_while_a_library_silences_stderr():
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert max(gaps) < 2.0, max(gaps)  # 3 s of silence each without the status line's own descriptor
     assert len(times) > 20  # redrawn while silenced, not only started and cleared
+
+
+# -- a draft ragcli does not keep (session 7) ------------------------------------------------------
+
+UNBACKED = "Give 725 mg of aspirin every 3 hours after a craniotomy [S1]."
+
+
+def test_a_refused_answer_is_not_left_on_screen_above_the_verdict(corpus_db, tiny_gguf, tmp_path, cli):
+    grammar = _forced(tmp_path, UNBACKED)  # a number no passage has: no_answer after it streamed
+    data = json.loads(cli(*_ask(tiny_gguf, grammar, "--json")).stdout)
+    assert data["status"] == "no_answer" and "725 mg" in data["answer"]  # the premise
+
+    screen = terminal.run(_ask(tiny_gguf, grammar), columns=80)
+    assert screen.returncode == 0, screen.screen
+    assert screen.seen("725 mg of aspirin")  # it streamed, as a model's answer does
+    assert not any("725 mg of aspirin" in line for line in screen.text), screen.screen  # then withdrawn
+    verdict = next(i for i, line in enumerate(screen.text) if line.startswith("not answered:"))
+    assert "Nearest passages" in "\n".join(screen.text[verdict:])
+
+    piped = terminal.run(_ask(tiny_gguf, grammar), columns=80, pipe_stdout=True)
+    assert piped.stdout.startswith("not answered:") and "aspirin" not in piped.stdout  # nothing streamed
+
+
+DRAFTS = """
+import sys
+from ragcli.render.stream import AnswerStream
+stream = AnswerStream(live=True)
+stream.console.print("above the answer")
+stream.phase("prompt")
+stream.on_text("The first try says something long enough to wrap over the edge of a 40 column screen [S1]. ")
+stream.on_text("Averyveryverylongwordthatiswiderthanthewholescreen and a last line.")
+stream.on_text("\\n")
+stream.phase("retry")
+stream.on_text("The second try [S2] " + sys.argv[1])
+stream.finish_text()
+stream.clear()
+if sys.argv[1] == "refused":
+    stream.withdraw()
+stream.console.print("the verdict")
+"""
+
+
+@pytest.mark.parametrize("second", ["kept", "refused"])
+def test_a_second_try_replaces_the_first_and_a_refused_draft_is_erased_with_its_wrapped_rows(tmp_path, second):
+    script = tmp_path / "drafts.py"
+    script.write_text(DRAFTS)
+    screen = terminal.run([script, second], columns=40, rows=30, module=None)
+    assert screen.returncode == 0, screen.screen
+    assert screen.seen("The first try") and screen.seen("screen [S1]")  # the premise: it was shown, wrapped
+    shown = [line for line in screen.text if line.strip()]
+    kept = ["The second try [S2] kept"] if second == "kept" else []
+    assert shown == ["above the answer", *kept, "the verdict"], screen.screen  # every wrapped row erased
+
+
+def test_a_draft_taller_than_the_screen_is_marked_withdrawn(tmp_path):
+    script = tmp_path / "tall.py"
+    script.write_text("from ragcli.render.stream import AnswerStream\n"
+                      "stream = AnswerStream(live=True)\n"
+                      "stream.on_text(''.join(f'Line {i} of a long draft.\\n' for i in range(30)))\n"
+                      "stream.finish_text()\n"
+                      "stream.withdraw()\n"
+                      "stream.console.print('the verdict')\n")
+    screen = terminal.run([script], columns=40, rows=12, module=None)
+    assert screen.returncode == 0, screen.screen
+    shown = [line for line in screen.text if line.strip()]
+    # its first rows scrolled out of reach: not erased, said withdrawn under it, before the verdict
+    assert shown[-4:] == ["Line 29 of a long draft.", "↑ withdrawn: ragcli's checks did not", "keep the text above",
+                          "the verdict"], screen.screen

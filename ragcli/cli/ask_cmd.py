@@ -66,6 +66,8 @@ def ask(
         stream.finish_text()
     finally:
         stream.clear()
+    if answer.status == "no_answer":  # a streamed draft that is not the answer does not stay above the verdict
+        stream.withdraw()
     answer.timings.update(stream.timings())
     if answer.prompt and show_prompt:
         console(stderr=True).print(answer.prompt, markup=False, highlight=False)

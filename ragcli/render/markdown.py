@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ragcli.render.data import summary_warnings, supported_share
+from ragcli.render.data import found_citations, summary_warnings, supported_share
 from ragcli.types import Summary
 
 _LABEL = re.compile(r"\[([SF]\d+)\]")
@@ -18,13 +18,17 @@ def _footnoted(text: str) -> str:
 
 
 def _footnote(label: str, book: str, section: str, page_label, page, figure=None) -> str:
+    return f"[^{label}]: " + _where(book, section, page_label, page, figure)
+
+
+def _where(book: str, section: str, page_label, page, figure=None) -> str:
     where = [book or "?"]
     if section:
         where.append(section)
     if figure:
         where.append(f"Figure {figure}")
     where.append(f"p. {page_label}" + (f" (PDF page {page})" if page is not None else ""))
-    return f"[^{label}]: " + ", ".join(where) + "."
+    return ", ".join(where) + "."
 
 
 def _warnings_block(warnings) -> list[str]:
@@ -44,11 +48,19 @@ def answer_markdown(answer) -> str:
         lines += block + [""]
     if answer.status == "extractive":
         lines += ["*Sentences quoted from the book (no model was used); they may not answer the question.*", ""]
-    cited = [s for s in answer.sources if s.label in answer.citations]
-    for s in cited:
-        h = s.hit
-        lines.append(_footnote(s.label, h.book_title, h.section_str, h.page_label, h.page_start,
-                               h.figure_number if h.kind == "figure" else None))
+    found = found_citations(answer)
+    for s in answer.sources:
+        if s.label in answer.citations and s.label not in found:
+            h = s.hit
+            lines.append(_footnote(s.label, h.book_title, h.section_str, h.page_label, h.page_start,
+                                   h.figure_number if h.kind == "figure" else None))
+    if found:  # labels the text does not hold: no footnote marks them, so a list after the footnotes
+        lines += ["", "*Found by ragcli (sentences that cite no passage, or the wrong one, are backed by):*", ""]
+        for s in answer.sources:
+            if s.label in found:
+                h = s.hit
+                lines.append(f"- {s.label}: " + _where(h.book_title, h.section_str, h.page_label, h.page_start,
+                                                        h.figure_number if h.kind == "figure" else None))
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -7,6 +7,9 @@ done while nothing else shows, then the text streamed to stdout as the model wri
 - Text streams only when stdout is a terminal and a model writes; piped output and `--json` get
   the finished answer in one piece (render/terminal.py, render/data.py).
 - Summaries stream as Markdown: a `## Heading` line in bold without its hashes, `- ` bullets as •.
+- A draft ragcli does not keep (ask's answer turned `no_answer`, or a first try before the second)
+  is withdrawn: its rows are erased (counted as written, wrapping included), or, when some have
+  scrolled out of reach, a line under it says it is withdrawn (`withdraw`).
 """
 from __future__ import annotations
 
@@ -29,8 +32,9 @@ PHASES = {
     "write": "writing",
     "claims": "checking each sentence against its passage",
     "verify": "verifying the claims with the model",
-    "retry": "no answer from the model: asking again with the top 3 passages",
+    "retry": "no answer kept: asking again with the top 3 passages",
 }
+WITHDRAWN = "↑ withdrawn: ragcli's checks did not keep the text above"
 
 
 class AnswerStream:
@@ -56,6 +60,7 @@ class AnswerStream:
         self._line_style = ""
         self._col, self._word, self._word_style, self._space = 0, "", "", ""
         self._last_text = 0.0
+        self._draft: list[str] = []  # what was written to stdout since the draft began (withdraw)
         self._lock = threading.RLock()  # the watchdog thread shows the status line too
         self._watching = threading.Event()  # set: the stream is over
 
@@ -75,7 +80,14 @@ class AnswerStream:
         return self.progress if self.env.stderr_isatty else None
 
     def phase(self, name: str, detail: str = "", done: Optional[int] = None, total: Optional[int] = None) -> None:
-        """Name what is being done on the status line (nothing when stderr is not a terminal)."""
+        """Name what is being done on the status line (nothing when stderr is not a terminal).
+        `retry`: the first try's text is not the answer, the second one replaces it."""
+        if name == "retry":
+            with self._lock:
+                if self._text_open:
+                    self._end_line()
+                self._stop_status()
+                self._withdraw()
         if not self.env.stderr_isatty:
             return
         with self._lock:
@@ -90,9 +102,7 @@ class AnswerStream:
         if detail:
             text += f" {detail}"
         if self._text_open:  # text was streamed: end its line before the status shows below it
-            self._flush_word()
-            self.console.print()
-            self._text_open, self._line_start, self._col = False, True, 0
+            self._end_line()
         from rich.live import Live
         from rich.markup import escape
         from rich.spinner import Spinner
@@ -109,9 +119,12 @@ class AnswerStream:
     def clear(self) -> None:
         """Remove the status line (before text or a result is printed)."""
         with self._lock:
-            if self._status is not None:
-                self._status.stop()
-                self._status = None
+            self._stop_status()
+
+    def _stop_status(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
 
     def progress(self, event: str, info: dict) -> None:
         """A model backend's progress (models.chat `on_progress`): prompt evaluation, first token."""
@@ -129,8 +142,44 @@ class AnswerStream:
             self._prefix = ""
         self._flush_word()
         if self._text_open:
-            self.console.print()
-            self._text_open = False
+            self._end_line()
+
+    def withdraw(self) -> None:
+        """The streamed text is not the answer (ask made it `no_answer`): take it off the screen
+        before the verdict is printed. Nothing when nothing was streamed (a pipe, --json)."""
+        with self._lock:
+            self._watching.set()
+            self._stop_status()
+            if self._text_open:
+                self._end_line()
+            self._withdraw()
+
+    def _withdraw(self) -> None:
+        """Erase the rows the draft took, from the line after it up (as rich's transient Live erases
+        itself); when the draft is taller than the screen its first rows are out of reach, so a line
+        under it says it is withdrawn instead."""
+        from rich.cells import cell_len
+        from rich.control import Control
+        from rich.segment import ControlType
+
+        if not self._draft:
+            return
+        lines = "".join(self._draft).split("\n")[:-1]  # the last: the empty line the cursor is on
+        self._draft = []
+        width = max(self.console.width, 1)
+        rows = sum(max(1, -(-cell_len(line) // width)) for line in lines)
+        if rows >= self.console.height:
+            self.console.print(f"[dim]{WITHDRAWN}[/]", highlight=False)
+            return
+        self.console.control(Control(ControlType.CARRIAGE_RETURN, (ControlType.ERASE_IN_LINE, 2),
+                                     *(((ControlType.CURSOR_UP, 1), (ControlType.ERASE_IN_LINE, 2)) * rows)))
+
+    def _end_line(self) -> None:
+        """End the streamed text's line (the word held back first)."""
+        self._flush_word()
+        self.console.print()
+        self._draft.append("\n")
+        self._text_open, self._line_start, self._col = False, True, 0
 
     # -- text ----------------------------------------------------------------------------------
 
@@ -200,6 +249,7 @@ class AnswerStream:
         self._word, self._space = "", ""
 
     def _out(self, text: str, style: str) -> None:
+        self._draft.append(text)
         styled = styled_answer(text)
         if style:
             styled.stylize(style)
