@@ -203,7 +203,7 @@ def test_a_refused_answer_is_not_left_on_screen_above_the_verdict(corpus_db, tin
 
     screen = terminal.run(_ask(tiny_gguf, grammar), columns=80)
     assert screen.returncode == 0, screen.screen
-    assert screen.seen("725 mg of aspirin")  # it streamed, as a model's answer does
+    assert "725 mg of aspirin" in screen.raw  # it streamed, as a model's answer does
     assert not any("725 mg of aspirin" in line for line in screen.text), screen.screen  # then withdrawn
     verdict = next(i for i, line in enumerate(screen.text) if line.startswith("not answered:"))
     assert "Nearest passages" in "\n".join(screen.text[verdict:])
@@ -237,7 +237,9 @@ def test_a_second_try_replaces_the_first_and_a_refused_draft_is_erased_with_its_
     script.write_text(DRAFTS)
     screen = terminal.run([script, second], columns=40, rows=30, module=None)
     assert screen.returncode == 0, screen.screen
-    assert screen.seen("The first try") and screen.seen("screen [S1]")  # the premise: it was shown, wrapped
+    # the premise: written to the terminal, wrapped (a snapshot may not show it: one read can hold
+    # the text and its erasure)
+    assert "The first try" in screen.raw and "\r\nscreen" in screen.raw
     shown = [line for line in screen.text if line.strip()]
     kept = ["The second try [S2] kept"] if second == "kept" else []
     assert shown == ["above the answer", *kept, "the verdict"], screen.screen  # every wrapped row erased
