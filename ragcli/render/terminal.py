@@ -278,7 +278,8 @@ def source_line(source, found: bool = False) -> str:
     ragcli found that it backs a sentence (the Support list says which)."""
     h = source.hit
     where = f"Figure {h.figure_number}, " if h.kind == "figure" else ""
-    return (f"[cyan][{source.label}][/] {'[dim](found by ragcli)[/] ' if found else ''}{_escape(h.book_title)} — {_escape(h.section_str)}, {where}"
+    mark = "[dim](found by ragcli)[/] " if found else ""
+    return (f"[cyan][{source.label}][/] {mark}{_escape(h.book_title)} — {_escape(h.section_str)}, {where}"
             f"p. {h.page_label} (pdf {h.page_start}): {_escape(snippet(h.text, 160))}")
 
 
