@@ -69,7 +69,11 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     else:
         phase("prompt")
         answer = _model_answer(model, question, sources, base, timings, opts, on_text, on_progress, phase)
-    in_books = lambda w: corpus.term_in_corpus(conn, w)  # noqa: E731
+    rewrite = result.expansion.rewrite
+
+    def in_books(word: str) -> bool:  # a word of the question that is no subject the books lack
+        return corpus.term_in_corpus(conn, word) or refusal.translated(word, rewrite)
+
     answer = _assessed(answer, embedder, model, opts, phase, in_books=in_books)
     if model is not None and _unbacked_deserves_retry(answer, sources):
         answer = _second_try(answer, model, embedder, question, sources, base, timings, opts, on_text,
@@ -111,9 +115,13 @@ def _unbacked_deserves_retry(answer: Answer, sources: list[Source]) -> bool:
 def _from_the_top(model, question, sources, timings, opts: AskOptions, on_text, on_progress):
     """The second chance's generation: the top passages only, the direct instruction; its time is
     added to the answer's."""
+    from ragcli.answer.extractive import question_kind
+
     top = [s for s in sources if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
+    instruction = (prompt.SECOND_CHANCE_YES_NO if question_kind(question) == "yes_no"
+                   else prompt.SECOND_CHANCE_INSTRUCTION)
     gen = generate(model, question, top, max_tokens=opts.max_tokens, constraint=opts.grammar,
-                   instruction=prompt.SECOND_CHANCE_INSTRUCTION, on_text=on_text, on_progress=on_progress)
+                   instruction=instruction, on_text=on_text, on_progress=on_progress)
     timings["generation"] = timings.get("generation", 0.0) + gen.timings.get("generation", 0.0)
     timings["second_chance_prompt_tokens"] = gen.timings.get("prompt_tokens")
     return gen
@@ -198,13 +206,16 @@ def _assessed(answer: Answer, embedder, model, opts: AskOptions, phase, in_books
         else:
             grounding.assess(answer, embedder, model if opts.verify else None)
         answer.timings["claims"] = time.perf_counter() - t
+    reason = None
     if answer.status == "answered" and not health.unfinished(answer.warnings):  # a broken one is incomplete
         reason = refusal.unbacked_reason(answer, answer.question, in_books)
         if not reason and refusal.off_question(answer, answer.question, embedder, DENSE_FLOOR):
             reason = refusal.OFF_QUESTION
-        if reason:
-            answer.status, answer.citations, answer.claims, answer.unbacked = "no_answer", [], [], reason
-            answer.notice = f"not answered: {reason}; the nearest passages are listed"
+    elif answer.status == "unsupported" and any(c.support == "no_source" for c in answer.claims):
+        reason = refusal.NO_SOURCE  # it cites nothing, and no passage states any of it: from memory
+    if reason:
+        answer.status, answer.citations, answer.claims, answer.unbacked = "no_answer", [], [], reason
+        answer.notice = f"not answered: {reason}; the nearest passages are listed"
     health.finish(answer)
     skipped = health.verification_skipped(answer, model is not None) if opts.verify else None
     if skipped:

@@ -442,6 +442,58 @@ def test_an_amount_of_something_no_cited_passage_names_is_not_an_answer():
     assert refusal.unbacked_reason(answer, "How many bands should I place for a bite on the foot?") is None
 
 
+def test_a_which_question_answered_from_passages_that_never_name_the_kind_is_not_an_answer():
+    # the 0.5B: "For an infected dog bite, use a topical antiseptic [S2]" for "which antibiotic"
+    from ragcli.types import Answer, Claim
+
+    question = "Which antibiotic should I give for an infected dog bite?"
+    assert refusal.asked_kind(question) == ["antibiotic"]
+    assert refusal.asked_kind("What kind of splint do I use for a broken arm?") == ["splint"]
+    assert refusal.asked_kind("What should I do after a snakebite?") == []
+    sources = _sources([321])
+    text = "For an infected bite, keep the casualty quiet [S1]."
+    answer = Answer(question, None, text, "answered", ["S1"], [], sources)
+    answer.claims = [Claim(text[:-5], ["S1"], support="weak")]
+    reason = refusal.unbacked_reason(answer, question)
+    assert reason and "which antibiotic" in reason
+    # a kind the cited passage names is asked and answered
+    assert refusal.unbacked_reason(answer, "Which band do I place above the bite?") is None
+
+
+def test_a_reply_too_short_to_grade_still_answers_an_amount_question_or_not():
+    from ragcli.answer.grounding import is_factual
+    from ragcli.types import Answer, Claim
+
+    assert is_factual("a. 100 milligrams.") and is_factual("Give 2 tablets.")  # a quantity is a fact
+    assert not is_factual("Inject epinephrine.") and not is_factual("Step 1.")
+    sources = _sources([321])
+    question = "How much epinephrine should I inject for a severe bee sting allergy?"
+    answer = Answer(question, None, "Inject epinephrine [S1].", "answered", ["S1"], [], sources)
+    answer.claims = [Claim("Inject epinephrine.", ["S1"], support="not_factual")]
+    assert refusal.unbacked_reason(answer, question) == refusal.NO_AMOUNT
+    # with an amount, the thing counted must still be in the cited passage
+    answer.claims = [Claim("a. 100 milligrams.", ["S1"], support="weak")]
+    assert "epinephrine" in refusal.unbacked_reason(answer, question)
+
+
+def test_a_lay_word_the_rewrite_put_in_the_books_words_is_not_a_missing_subject():
+    from ragcli.types import Answer, Claim
+
+    # the 1.5B rewrote "Should I slice the snakebite open and suck the poison out?" as "snakebite
+    # characteristics treatment": "slice" is the asker's word for the book's "cut"
+    assert refusal.translated("slice", "snakebite characteristics treatment")
+    assert not refusal.translated("antibiotic", "antibiotic for infected dog bite treatment")
+    assert not refusal.translated("slice", None)  # no rewrite: nothing is known of the word
+    question = "Should I slice the snakebite open and suck the poison out?"
+    sources = _sources([322])  # "DO NOT attempt to cut open the bite nor suck out the venom."
+    text = "No, do not slice the bite open or suck out the venom [S1]."
+    answer = Answer(question, None, text, "answered", ["S1"], [], sources)
+    answer.claims = [Claim(text[:-5], ["S1"], support="weak")]
+    assert "slice" in refusal.unbacked_reason(answer, question, lambda w: False)
+    rewrite = "snakebite characteristics treatment"
+    assert refusal.unbacked_reason(answer, question, lambda w: refusal.translated(w, rewrite)) is None
+
+
 def test_an_answer_most_of_whose_sentences_no_passage_backs_is_not_an_answer():
     from ragcli.types import Answer, Claim
 

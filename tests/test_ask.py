@@ -235,11 +235,17 @@ def test_no_context_does_not_call_the_model(conn, embedder):
     assert answer.sources, "the nearest passages are still listed"
 
 
-def test_answer_whose_citations_were_all_removed_is_unsupported(conn, embedder):
+def test_answer_whose_citations_were_all_removed_and_no_passage_states_is_not_an_answer(conn, embedder):
+    from ragcli.answer import refusal
+
     model = FakeChatModel("Craniotomy is common [S99]. Surgeons agree (page 300).")
     answer = ask.ask(conn, embedder, "what is a craniotomy?", model, ask.AskOptions(expand=False))
-    assert answer.status == "unsupported"
+    assert answer.status == "no_answer" and answer.unbacked == refusal.NO_SOURCE
     assert answer.citations == [] and len(answer.removed_citations) == 2
+    # a reply with nothing factual in it, uncited, is still only `unsupported`
+    answer = ask.ask(conn, embedder, "what is a craniotomy?", FakeChatModel("Yes, surely."),
+                     ask.AskOptions(expand=False))
+    assert answer.status == "unsupported"
 
 
 def test_an_answer_without_labels_gets_the_passages_its_sentences_come_from(conn, embedder):
@@ -278,6 +284,16 @@ def test_an_unbacked_answer_gets_one_second_try_from_the_top_passages(conn, embe
     assert len(model.calls) == 2 and answer.attempts == 2
     assert answer.status == "answered" and "second try" in answer.notice and refusal.NOT_BACKED in answer.notice
     assert model.calls[1]["messages"][-1]["content"].endswith(prompt.SECOND_CHANCE_INSTRUCTION)
+    # a yes/no question is asked again as "what do the passages tell the reader to do": asked "should
+    # I ...?" again, the 1.5B said "No" again where the book says to do it
+    from ragcli.answer.extractive import question_kind
+
+    yes_no = "Should I remove a bone flap during a craniotomy?"
+    assert question_kind(yes_no) == "yes_no"
+    model = FakeChatModel(["Surgeons usually shave the whole head the night before [S1].", f"{copied} [S1]"])
+    answer = ask.ask(conn, embedder, yes_no, model, ask.AskOptions(expand=False))
+    assert len(model.calls) == 2 and answer.attempts == 2
+    assert model.calls[1]["messages"][-1]["content"].endswith(prompt.SECOND_CHANCE_YES_NO)
     # a second unbacked reply: the first verdict stands, no third call
     model = FakeChatModel(["Surgeons usually shave the whole head the night before [S1]."] * 2)
     answer = ask.ask(conn, embedder, question, model, ask.AskOptions(expand=False))
@@ -297,12 +313,17 @@ def test_an_answer_about_something_else_is_not_an_answer(embedder):
                                     DENSE_FLOOR)
 
 
-def test_an_unlabelled_answer_from_memory_stays_unsupported(conn, embedder):
+def test_an_unlabelled_answer_from_memory_is_not_an_answer(conn, embedder):
+    """It cites nothing and no passage states any of it (the 0.5B: "The soldier needs a tetanus booster
+    shot every 15 minutes."): the model's memory, `no_answer` with the reason and the passages listed."""
+    from ragcli.answer import refusal
+
     model = FakeChatModel("Surgeons usually shave the whole head the night before and patients fast for "
                           "two days.")
     answer = ask.ask(conn, embedder, "what is a craniotomy?", model, ask.AskOptions(expand=False))
-    assert answer.status == "unsupported" and answer.citations == []
-    assert all(not c.attributed and c.support == "no_source" for c in answer.claims)
+    assert answer.status == "no_answer" and answer.citations == [] and answer.claims == []
+    assert answer.unbacked == refusal.NO_SOURCE and answer.notice.startswith("not answered: the answer cites no")
+    assert answer.sources and "Surgeons usually shave" in answer.answer  # JSON keeps what the model wrote
 
 
 def test_extractive_answer_without_a_model(conn, embedder):

@@ -25,9 +25,12 @@ LEVEL_ORDER = {"supported": 0, "weak": 1, "unsupported": 2}
 
 
 def is_factual(text: str) -> bool:
+    """A sentence that states something: three words or more, or a quantity with its word ("100
+    milligrams" answers a dose question, from memory or from the book), and not a refusal or a question."""
     words = re.findall(r"[A-Za-z]{2,}", text)
-    return (len(words) >= 3 and not NOT_FACTUAL.match(text.strip()) and not is_refusal_sentence(text)
-            and not text.rstrip().endswith("?"))
+    quantity = bool(words) and any(u is not None or v not in (0.0, 1.0) for v, u in support.numbers(text))
+    return ((len(words) >= 3 or quantity) and not NOT_FACTUAL.match(text.strip())
+            and not is_refusal_sentence(text) and not text.rstrip().endswith("?"))
 
 
 def score(answer_text: str, sources: list[Source], embedder) -> list[Claim]:

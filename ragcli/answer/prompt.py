@@ -16,6 +16,11 @@ ANSWER_SOURCES = 6  # passages given for an answer (k retrieved; the rest are li
 # The second chance (ragcli.answer.refusal.deserves_second_chance): the top passages only.
 SECOND_CHANCE_INSTRUCTION = ("These passages answer the question. Answer it from them in 2 or 3 "
                              "sentences, each ending with its label.")
+# ... for a yes/no question ("do I still need to tie it off?") whose first answer was not backed: asked
+# the same again, Qwen2.5-1.5B said "No" again where the book says apply a tourniquet; asked what the
+# passages tell the reader to do, it gave the tourniquet (lay-13; docs/benchmarks-answers.md, session 7).
+SECOND_CHANCE_YES_NO = ("These passages say what to do here. Say what they tell the reader to do, in 2 or "
+                        "3 sentences, each ending with its label.")
 SUMMARY_INSTRUCTION = (
     "Summarise what the passages say about: {topic}. Use 2 to 5 sections, each a \"## Heading\" line "
     "then \"- \" bullets, every bullet ending with its citation label.")
@@ -97,7 +102,7 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
     An answer (or its second chance) has its own system prompt, one worked example, short headers and
     at most ANSWER_SOURCES passages, listed best last (nearest the question: Qwen2.5-Coder 1.5B used
     the passage it read last, docs/benchmarks-answers.md); a summary the shared system prompt."""
-    answering = instruction in (ANSWER_INSTRUCTION, SECOND_CHANCE_INSTRUCTION)
+    answering = instruction in (ANSWER_INSTRUCTION, SECOND_CHANCE_INSTRUCTION, SECOND_CHANCE_YES_NO)
     # the messages before the user's: the prefix every call of one ask shares (system_prompt.py)
     prefix = [dict(m) for m in (ANSWER_PREFIX if answering else SUMMARY_PREFIX)]
     pool = list(sources)[:ANSWER_SOURCES] if answering else list(sources)

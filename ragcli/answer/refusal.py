@@ -89,6 +89,17 @@ def missing_terms(question: str, sources, in_books: Optional[Callable[[str], boo
     return out
 
 
+def translated(word: str, rewrite: Optional[str]) -> bool:
+    """Did the model's rewrite of the question (search/rewrite.py: the question in the book's own
+    vocabulary) leave this word out? Then it is the asker's word for something the book says otherwise
+    ("slice" the bite open: the book says "cut"; "prop up" the feet: "elevate"), not a subject the book
+    lacks: a rewrite keeps a subject it has no book word for ("antibiotic", "tetanus booster shot",
+    "stroke")."""
+    from ragcli.text import content_words, stem
+
+    return bool(rewrite) and stem(word) not in {stem(w) for w in content_words(rewrite)}
+
+
 def _stems(sources) -> set[str]:
     """The stems of the passages' content words."""
     from ragcli.text import content_words, stem
@@ -127,24 +138,39 @@ _AMOUNT_OF = re.compile(
     r"((?:[a-z][a-z'-]*\s*){1,3})", re.I)
 
 
-def amount_object(question: str) -> list[str]:
-    """The content words naming what an amount question asks the amount of, or [] ("how often",
-    "how long" ask for a time, not an amount of something)."""
+# "Which antibiotic should I give", "what kind of splint": the question asks to name one of a kind; an
+# answer from passages that never name the kind answers something else ("use a topical antiseptic").
+_WHICH = re.compile(r"\b(?:which|what (?:kind|type|sort|brand|make) of)\s+((?:[a-z][a-z'-]*\s*){1,3})", re.I)
+
+
+def _object_words(phrase: str) -> list[str]:
     from ragcli.text import SUPPORT_STOPWORDS
 
-    m = _AMOUNT_OF.search(question)
-    if not m:
-        return []
     words: list[str] = []
-    for w in m.group(1).lower().split():
+    for w in phrase.lower().split():
         if w in SUPPORT_STOPWORDS:
             break
         words.append(w)
     return words
 
 
+def amount_object(question: str) -> list[str]:
+    """The content words naming what an amount question asks the amount of, or [] ("how often",
+    "how long" ask for a time, not an amount of something)."""
+    m = _AMOUNT_OF.search(question)
+    return _object_words(m.group(1)) if m else []
+
+
+def asked_kind(question: str) -> list[str]:
+    """The content words naming the kind a "which X" question asks to name ("which antibiotic" ->
+    antibiotic), or []."""
+    m = _WHICH.search(question)
+    return _object_words(m.group(1)) if m else []
+
+
 NO_AMOUNT = "the question asks for an amount and the answer gives none"
 NOT_BACKED = "no sentence of the answer is backed by the passages it cites"
+NO_SOURCE = "the answer cites no passage, and no passage given states any of its sentences"
 
 
 def worth_a_second_try(reason: str) -> bool:
@@ -169,19 +195,23 @@ def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bo
     one tablet every 8 hours [S2]" from a passage about another drug answers another question."""
     from ragcli.text import stem
 
+    # what the answer says: its sentences that are not refusals ("Inject epinephrine [S2]" is too short
+    # to be graded as a claim, and still answers "how much epinephrine" without an amount)
+    said = [c for c in answer.claims if re.search(r"[A-Za-z]{2}", c.text) and not is_refusal_sentence(c.text)]
+    if not said:
+        return None
+    if asks_for_amount(question) and not any(_AMOUNT.search(c.text) for c in said):
+        return NO_AMOUNT
+    cited = {lab for c in said for lab in c.citations}
+    present = _stems([s for s in answer.sources if s.label in cited])
+    for thing, asks in ((amount_object(question), "how much"), (asked_kind(question), "which")):
+        lacking = [w for w in thing if stem(w) not in present]
+        if lacking:
+            return (f"the question asks {asks} {' '.join(thing)}, and the passages the answer cites do not "
+                    f"mention {', '.join(lacking)}")
     factual = [c for c in answer.claims if c.support != "not_factual"]
     if not factual:
         return None
-    if asks_for_amount(question) and not any(_AMOUNT.search(c.text) for c in factual):
-        return NO_AMOUNT
-    thing = amount_object(question)
-    if thing:
-        cited = {lab for c in factual for lab in c.citations}
-        present = _stems([s for s in answer.sources if s.label in cited])
-        lacking = [w for w in thing if stem(w) not in present]
-        if lacking:
-            return (f"the question asks how much {' '.join(thing)}, and the passages the answer cites do not "
-                    f"mention {', '.join(lacking)}")
     absent = {stem(w): w for w in missing_terms(question, answer.sources, in_books)}
 
     def lacks(claim) -> list[str]:
