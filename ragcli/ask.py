@@ -115,13 +115,9 @@ def _unbacked_deserves_retry(answer: Answer, sources: list[Source]) -> bool:
 def _from_the_top(model, question, sources, timings, opts: AskOptions, on_text, on_progress):
     """The second chance's generation: the top passages only, the direct instruction; its time is
     added to the answer's."""
-    from ragcli.answer.extractive import question_kind
-
     top = [s for s in sources if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
-    instruction = (prompt.SECOND_CHANCE_YES_NO if question_kind(question) == "yes_no"
-                   else prompt.SECOND_CHANCE_INSTRUCTION)
     gen = generate(model, question, top, max_tokens=opts.max_tokens, constraint=opts.grammar,
-                   instruction=instruction, on_text=on_text, on_progress=on_progress)
+                   instruction=prompt.instructions_for(question)[1], on_text=on_text, on_progress=on_progress)
     timings["generation"] = timings.get("generation", 0.0) + gen.timings.get("generation", 0.0)
     timings["second_chance_prompt_tokens"] = gen.timings.get("prompt_tokens")
     return gen
@@ -136,7 +132,7 @@ def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_
         gen = _from_the_top(model, question, sources, timings, opts, on_text, on_progress)
     else:
         gen = generate(model, question, sources, max_tokens=opts.max_tokens, constraint=opts.grammar,
-                       on_text=on_text, on_progress=on_progress)
+                       instruction=prompt.instructions_for(question)[0], on_text=on_text, on_progress=on_progress)
         timings.update(gen.timings)
     shown = gen.prompt.sources  # the passages listed: those of the prompt the answer comes from
     attempts = 2 if retry else 1

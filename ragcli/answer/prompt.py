@@ -21,6 +21,22 @@ SECOND_CHANCE_INSTRUCTION = ("These passages answer the question. Answer it from
 # passages tell the reader to do, it gave the tourniquet (lay-13; docs/benchmarks-answers.md, session 7).
 SECOND_CHANCE_YES_NO = ("These passages say what to do here. Say what they tell the reader to do, in 2 or "
                         "3 sentences, each ending with its label.")
+# A yes/no question about what to do ("should I push on it and lift the leg?"): asked to answer it,
+# Qwen2.5-1.5B says "No, do not ..." where the book says to do it; asked what the passages tell the
+# reader to do, it gives the book's instruction (docs/benchmarks-answers.md, session 7).
+YES_NO_INSTRUCTION = ("Say what the passages tell the reader to do about this, in 2 to 4 sentences, each "
+                      "ending with its label.")
+
+
+def instructions_for(question: str) -> tuple[str, str]:
+    """The task line of the answer and of its second chance, by the question's kind."""
+    from ragcli.answer.extractive import question_kind
+
+    if question_kind(question) == "yes_no":
+        return YES_NO_INSTRUCTION, SECOND_CHANCE_YES_NO
+    return ANSWER_INSTRUCTION, SECOND_CHANCE_INSTRUCTION
+
+
 SUMMARY_INSTRUCTION = (
     "Summarise what the passages say about: {topic}. Use 2 to 5 sections, each a \"## Heading\" line "
     "then \"- \" bullets, every bullet ending with its citation label.")
@@ -102,7 +118,7 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
     An answer (or its second chance) has its own system prompt, one worked example, short headers and
     at most ANSWER_SOURCES passages, listed best last (nearest the question: Qwen2.5-Coder 1.5B used
     the passage it read last, docs/benchmarks-answers.md); a summary the shared system prompt."""
-    answering = instruction in (ANSWER_INSTRUCTION, SECOND_CHANCE_INSTRUCTION, SECOND_CHANCE_YES_NO)
+    answering = instruction in (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION, SECOND_CHANCE_INSTRUCTION, SECOND_CHANCE_YES_NO)
     # the messages before the user's: the prefix every call of one ask shares (system_prompt.py)
     prefix = [dict(m) for m in (ANSWER_PREFIX if answering else SUMMARY_PREFIX)]
     pool = list(sources)[:ANSWER_SOURCES] if answering else list(sources)
@@ -110,7 +126,7 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
     system_tokens = 16 + sum(count_tokens(m["content"]) + (8 if m["role"] != "system" else 0) for m in prefix)
 
     def user(blocks: list[str]) -> str:
-        if instruction == ANSWER_INSTRUCTION:  # the best passage last, next to the question (labels kept)
+        if instruction in (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION):  # the best passage last, next to the question (labels kept)
             return answer_message(question, list(reversed(blocks)), instruction)
         if answering:
             return answer_message(question, blocks, instruction)
