@@ -64,6 +64,12 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
         return Answer(**base, answer="", status="no_context", citations=[], removed_citations=[],
                       sources=sources, timings=timings,
                       notice="the books do not seem to cover this; the nearest passages are listed")
+    subject = refusal.missing_subject(question, lambda w: corpus.term_in_corpus(conn, w), embedder)
+    if subject:  # what the question is about is named nowhere in the books: no answer to write
+        return Answer(**base, answer="", status="no_context", citations=[], removed_citations=[],
+                      sources=sources, timings=timings,
+                      notice=f"the books never mention \"{subject}\", which the question is about; "
+                             f"the nearest passages are listed")
     if model is None:
         answer = _extractive(embedder, question, sources, base, timings)
     else:

@@ -313,6 +313,23 @@ def test_an_answer_about_something_else_is_not_an_answer(embedder):
                                     DENSE_FLOOR)
 
 
+def test_a_question_about_what_the_books_never_name_is_not_sent_to_the_model(conn, embedder):
+    from ragcli.answer import refusal
+    from ragcli.store import corpus
+
+    question = "What should I do for a migraine after surgery?"  # on-topic enough to pass the floor
+    assert not corpus.term_in_corpus(conn, "migraine")
+    model = FakeChatModel([])  # an answer call would fail the test
+    answer = ask.ask(conn, embedder, question, model, ask.AskOptions(expand=False))
+    assert answer.status == "no_context" and model.calls == [] and answer.sources
+    assert '"migraine"' in answer.notice and "never mention" in answer.notice
+    # a lay word for what the books do name carries little of the question: not a missing subject
+    lay = "A deep gash on his leg is still pouring blood after I put a bandage on. Should I push on it?"
+    assert refusal.missing_subject(lay, lambda w: w != "gash", embedder) is None
+    assert refusal.missing_subject("What do I do for a migraine?", lambda w: False, embedder) == "migraine"
+    assert refusal.missing_subject("What do I do for a migraine?", lambda w: True, embedder) is None
+
+
 def test_an_unlabelled_answer_from_memory_is_not_an_answer(conn, embedder):
     """It cites nothing and no passage states any of it (the 0.5B: "The soldier needs a tetanus booster
     shot every 15 minutes."): the model's memory, `no_answer` with the reason and the passages listed."""
@@ -324,6 +341,9 @@ def test_an_unlabelled_answer_from_memory_is_not_an_answer(conn, embedder):
     assert answer.status == "no_answer" and answer.citations == [] and answer.claims == []
     assert answer.unbacked == refusal.NO_SOURCE and answer.notice.startswith("not answered: the answer cites no")
     assert answer.sources and "Surgeons usually shave" in answer.answer  # JSON keeps what the model wrote
+    from ragcli.render.data import answer_data
+
+    assert answer_data(answer)["unbacked"] == refusal.NO_SOURCE
 
 
 def test_extractive_answer_without_a_model(conn, embedder):

@@ -89,6 +89,34 @@ def missing_terms(question: str, sources, in_books: Optional[Callable[[str], boo
     return out
 
 
+# A word of the question carries "much of what it asks" when the question without it has a cosine
+# below this to the question with it (MiniLM). On the answer set every unanswerable question so caught
+# ("migraine"-like: stroke 0.58, baby 0.74, tooth 0.78) was below it and every lay word of an answerable
+# one above (crash 0.86, steak 0.87, gash 0.91); on 24 questions written afterwards to test it, no
+# answerable one fell below (lowest 0.86) and 4 of 12 unanswerable ones did (docs/benchmarks-answers.md).
+SUBJECT_COSINE = 0.80
+
+
+def missing_subject(question: str, in_books: Callable[[str], bool], embedder) -> Optional[str]:
+    """A word of the question that no page of the books uses and that carries much of what the
+    question asks ("What do I do for a migraine?" in a first-aid manual that never says "migraine"),
+    or None. The books cannot answer a question about what they never name; a lay word for what they
+    do name ("a deep gash", "prop up his feet") carries little of the question and is let through."""
+    import numpy as np
+    from ragcli.text import content_words
+
+    words = [w for w in dict.fromkeys(content_words(question))
+             if len(w) > 3 and "'" not in w and "’" not in w and not in_books(w)]
+    if not words:
+        return None
+    without = [re.sub(rf"\b{re.escape(w)}\b", " ", question, flags=re.I) for w in words]
+    vecs = np.asarray(embedder.embed([question] + without), dtype=float)
+    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    cos = vecs[1:] @ vecs[0]
+    i = int(np.argmin(cos))
+    return words[i] if cos[i] < SUBJECT_COSINE else None
+
+
 def translated(word: str, rewrite: Optional[str]) -> bool:
     """Did the model's rewrite of the question (search/rewrite.py: the question in the book's own
     vocabulary) leave this word out? Then it is the asker's word for something the book says otherwise

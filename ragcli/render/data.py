@@ -118,6 +118,7 @@ def answer_data(answer) -> dict:
         "status": answer.status,
         "notice": answer.notice,
         "attempts": answer.attempts,
+        "unbacked": answer.unbacked,
         "citations": answer.citations,
         "found_citations": found_citations(answer),
         "removed_citations": [to_data(r) for r in answer.removed_citations],
