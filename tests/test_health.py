@@ -119,7 +119,8 @@ def test_generation_warnings():
     cut = health.generation_warnings({"finish_reason": "length", "generated_tokens": 64}, 64, False, [])
     assert [w.code for w in cut] == ["truncated"] and "64-token limit" in cut[0].message
     looped = health.generation_warnings({"finish_reason": None, "generated_tokens": 30}, 64, True, ["x"])
-    assert {w.code for w in looped} == {"truncated", "repetition", "echo"}
+    assert {w.code for w in looped} == {"repetition", "echo"}  # stopped by ragcli: nothing of it was cut
+    assert not health.unfinished(looped)
     fine = health.generation_warnings({"finish_reason": "stop", "generated_tokens": 64}, 64, False, [])
     assert fine == []
     unknown = health.generation_warnings({"generated_tokens": 64}, 64, False, [])  # backend gave no reason

@@ -13,7 +13,7 @@ import terminal
 pytest.importorskip("pyte")
 
 QUESTION = "what is a craniotomy?"
-LOOP = 'root ::= line root\nline ::= "The casualty is moved to a cool place at once [S1]. "\n'
+LOOP = 'root ::= line root\nline ::= "A craniotomy removes a bone flap of the skull [S1]. "\n'
 
 
 def _ask(tiny_gguf, grammar_file, *more):
@@ -38,19 +38,21 @@ def test_a_looping_answer_is_stopped_and_flagged_in_json_and_in_words(corpus_db,
     res = cli(*_ask(tiny_gguf, grammar, "--json"))
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
-    assert {"truncated", "repetition"} <= {w["code"] for w in data["warnings"]}
-    assert data["status"] in ("incomplete", "unsupported")
+    assert "repetition" in {w["code"] for w in data["warnings"]}
+    # stopped by ragcli, nothing of it cut: the sentence before the loop is the answer (the book's own)
+    assert "truncated" not in {w["code"] for w in data["warnings"]}
+    assert data["status"] == "answered"
     assert data["timings"]["generated_tokens"] < 200  # stopped once it looped, not at max_tokens
-    assert data["answer"].count("cool place") == 1  # repeats dropped
+    assert data["answer"].count("removes a bone flap") == 1  # repeats dropped
 
     screen = terminal.run(_ask(tiny_gguf, grammar), columns=80)
     assert screen.returncode == 0, screen.screen
     lines = screen.text
-    answer = next(i for i, line in enumerate(lines) if "cool place" in line)
+    answer = next(i for i, line in enumerate(lines) if "removes a bone flap" in line)
     warning = next(i for i, line in enumerate(lines) if line.startswith(("warning:", "unsupported:")))
     assert warning > answer  # after the answer, not inside it
     said = " ".join(lines[warning:warning + 4])
-    assert "repeated itself" in said and "cut off" in said
+    assert "repeated itself" in said and "dropped" in said
 
 
 COLOUR = re.compile(r"\x1b\[([0-9;]*)m")
@@ -75,11 +77,11 @@ def test_with_no_color_the_health_line_is_words_and_no_colour_is_written(corpus_
     assert screen.returncode == 0, screen.screen
     assert _colours(screen.raw) == [], sorted(set(_colours(screen.raw)))
     lines = screen.text
-    answer = next(i for i, line in enumerate(lines) if "cool place" in line)
+    answer = next(i for i, line in enumerate(lines) if "removes a bone flap" in line)
     start = next(i for i in range(answer + 1, len(lines)) if lines[i].startswith(("warning:", "unsupported:")))
     end = next(i for i in range(start, len(lines)) if not lines[i].strip())
     said = " ".join(lines[start:end])  # the health line, wrapped at 80 columns
-    assert "repeated itself" in said and "cut off" in said, screen.screen  # in words, not in colour
+    assert "repeated itself" in said and "dropped" in said, screen.screen  # in words, not in colour
 
 
 def test_an_echoed_prompt_line_never_reaches_the_answer_or_the_screen(corpus_db, tiny_gguf, tmp_path, cli):

@@ -1,8 +1,7 @@
 """An answer's health: what went wrong with a model's text, found while it streams and after.
 
 Warnings (code -> what it means), each with a message in words:
-- `truncated`: the answer did not finish: the model hit `max_tokens`, or generation was stopped
-  because it looped;
+- `truncated`: the answer did not finish: the model hit `max_tokens` (looping or not);
 - `repetition`: the text loops (a stretch repeated back to back, or one sentence again and again);
   generation stops as soon as that is seen, and repeated sentences are dropped from the answer;
 - `echo`: the model copied the prompt (source headers, "Labels you may cite", the CONTEXT and
@@ -43,9 +42,10 @@ ORDER = ("stream_cut", "unsupported", "weak", "truncated", "repetition", "echo")
 ECHO_ANYWHERE = ("labels you may cite",)
 ECHO_LINE_STARTS = ("context:", "question:", "passages:", "labels you may cite",
                     "answer the question with a citation label", "answer in 2 to 4 sentences, each ending",
-                    "these passages answer the question", "summarise what the passages say about",
+                    "these passages answer the question", "these passages say what to do here",
+                    "say what the passages tell the reader to do", "summarise what the passages say about",
                     "task: check each numbered claim", "rules for every task")
-UNFINISHED = ("truncated", "repetition", "stream_cut")
+UNFINISHED = ("truncated", "stream_cut")  # a loop ragcli stopped has said all it had to (session 7)
 ECHO_PREFIX = 36  # characters of a source header or a system prompt line that identify it
 QUESTION_MIN_CHARS = 30  # a question this long, copied at a line start, is an echo
 # A label-like token at a line start ("[S1]", "[2-7]", "[Passage S1]"): the real Qwen2.5-Coder 0.5B
@@ -263,10 +263,9 @@ def generation_warnings(stats: dict, max_tokens: int, looped: bool, echoes: Sequ
         out.append(HealthWarning("repetition", "the model repeated itself; the repeated sentences were dropped"))
         out.append(HealthWarning("truncated", f"the answer is cut off at the {max_tokens}-token limit "
                                  f"(--max-tokens) while the model looped"))
-    elif looped:
+    elif looped:  # ragcli stopped it: what came before the loop is the answer, nothing of it was cut
         out.append(HealthWarning("repetition", "the model repeated itself; generation was stopped and the "
                                  "repeated sentences were dropped"))
-        out.append(HealthWarning("truncated", "the answer is cut off: the model was stopped while looping"))
     elif reason == "length" or (reason is None and isinstance(generated, int) and generated >= max_tokens):
         out.append(HealthWarning("truncated", f"the answer is cut off at the {max_tokens}-token limit "
                                  f"(--max-tokens)"))
@@ -323,7 +322,8 @@ def status(current: str, warnings: Sequence[HealthWarning]) -> str:
 
 
 def unfinished(warnings: Iterable) -> bool:
-    """The generation did not come to its end: cut at max_tokens, stopped looping, or a stream cut."""
+    """The generation did not come to its end: cut at max_tokens (looping or not), or a stream cut. A loop
+    ragcli stopped itself is not unfinished: what came before it is the answer (`repetition` says so)."""
     return any(getattr(w, "code", None) in UNFINISHED for w in warnings)
 
 
