@@ -84,6 +84,44 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     if model is not None and _unbacked_deserves_retry(answer, sources):
         answer = _second_try(answer, model, embedder, question, sources, base, timings, opts, on_text,
                              on_progress, phase, in_books)
+    elif model is not None and _terse(answer) and refusal.deserves_second_chance(sources):
+        answer = _the_steps(answer, model, embedder, question, sources, base, timings, opts, on_text,
+                            on_progress, phase, in_books)
+    return answer
+
+
+def _terse(answer: Answer) -> bool:
+    """A "how do I ...?" answered with one short sentence that names what to do without the doing
+    ("Use the mouth-to-mouth method [S4]" for "how do I blow air into his lungs?")."""
+    from ragcli.answer.extractive import question_kind
+
+    factual = [c for c in answer.claims if c.support != "not_factual"]
+    return (answer.status == "answered" and answer.attempts == 1 and question_kind(answer.question) == "steps"
+            and len(factual) == 1 and len(factual[0].text.split()) <= TERSE_WORDS)
+
+
+TERSE_WORDS = 8
+
+
+def _the_steps(answer: Answer, model, embedder, question, sources, base, timings, opts: AskOptions, on_text,
+               on_progress, phase, in_books) -> Answer:
+    """One more try for a terse answer, asking for the passages' steps; the fuller answer is kept only
+    if it passes every check, else the first stands (and is shown again in place of the second)."""
+    if on_text:
+        on_text("\n")
+    phase("steps")
+    second = _model_answer(model, question, sources, base, dict(timings), opts, on_text, on_progress, phase,
+                           retry=True, instruction=prompt.STEPS_INSTRUCTION)
+    second = _assessed(second, embedder, model, opts, phase, in_books=in_books)
+    if second.status == "answered":
+        second.notice = _join(f"answered on the second try, from the top {len(second.sources)} passages: the "
+                              f"first answer only named what to do", second.notice)
+        return second
+    if on_text:
+        phase("restore")
+        on_text(answer.answer)
+    answer.attempts = 2
+    answer.timings["generation"] = second.timings.get("generation", 0.0)
     return answer
 
 
@@ -118,24 +156,26 @@ def _unbacked_deserves_retry(answer: Answer, sources: list[Source]) -> bool:
             and refusal.worth_a_second_try(answer.unbacked) and refusal.deserves_second_chance(sources))
 
 
-def _from_the_top(model, question, sources, timings, opts: AskOptions, on_text, on_progress):
+def _from_the_top(model, question, sources, timings, opts: AskOptions, on_text, on_progress,
+                  instruction: Optional[str] = None):
     """The second chance's generation: the top passages only, the direct instruction; its time is
     added to the answer's."""
     top = [s for s in sources if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
     gen = generate(model, question, top, max_tokens=opts.max_tokens, constraint=opts.grammar,
-                   instruction=prompt.instructions_for(question)[1], on_text=on_text, on_progress=on_progress)
+                   instruction=instruction or prompt.instructions_for(question)[1], on_text=on_text,
+                   on_progress=on_progress)
     timings["generation"] = timings.get("generation", 0.0) + gen.timings.get("generation", 0.0)
     timings["second_chance_prompt_tokens"] = gen.timings.get("prompt_tokens")
     return gen
 
 
 def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_text, on_progress,
-                  phase, retry: bool = False) -> Answer:
+                  phase, retry: bool = False, instruction: Optional[str] = None) -> Answer:
     """The model's answer; a refusal is `no_answer`, and gets one second chance (the top passages
     only, a direct instruction) when retrieval matched the question well (refusal.deserves_second_chance).
     `retry`: this is the second chance itself (after an answer ragcli found unbacked)."""
     if retry:
-        gen = _from_the_top(model, question, sources, timings, opts, on_text, on_progress)
+        gen = _from_the_top(model, question, sources, timings, opts, on_text, on_progress, instruction)
     else:
         gen = generate(model, question, sources, max_tokens=opts.max_tokens, constraint=opts.grammar,
                        instruction=prompt.instructions_for(question)[0], on_text=on_text, on_progress=on_progress)

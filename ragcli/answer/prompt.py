@@ -27,6 +27,11 @@ SECOND_CHANCE_YES_NO = ("These passages say what to do here. Say what they tell 
 YES_NO_INSTRUCTION = ("Say what the passages tell the reader to do about this, in 2 to 4 sentences, each "
                       "ending with its label.")
 
+# ... for a "how do I" answered with one short sentence naming the method ("Use the mouth-to-mouth
+# method [S4]"): the second chance asks for the steps (ask._the_steps).
+STEPS_INSTRUCTION = ("These passages give the steps. Give them in order, in 2 to 4 sentences, each ending "
+                     "with its label.")
+
 
 def instructions_for(question: str) -> tuple[str, str]:
     """The task line of the answer and of its second chance, by the question's kind."""
@@ -118,7 +123,8 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
     An answer (or its second chance) has its own system prompt, one worked example, short headers and
     at most ANSWER_SOURCES passages, listed best last (nearest the question: Qwen2.5-Coder 1.5B used
     the passage it read last, docs/benchmarks-answers.md); a summary the shared system prompt."""
-    answering = instruction in (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION, SECOND_CHANCE_INSTRUCTION, SECOND_CHANCE_YES_NO)
+    answering = instruction in (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION, SECOND_CHANCE_INSTRUCTION, SECOND_CHANCE_YES_NO,
+                              STEPS_INSTRUCTION)
     # the messages before the user's: the prefix every call of one ask shares (system_prompt.py)
     prefix = [dict(m) for m in (ANSWER_PREFIX if answering else SUMMARY_PREFIX)]
     pool = list(sources)[:ANSWER_SOURCES] if answering else list(sources)

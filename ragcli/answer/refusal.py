@@ -102,19 +102,24 @@ def missing_subject(question: str, in_books: Callable[[str], bool], embedder) ->
     question asks ("What do I do for a migraine?" in a first-aid manual that never says "migraine"),
     or None. The books cannot answer a question about what they never name; a lay word for what they
     do name ("a deep gash", "prop up his feet") carries little of the question and is let through."""
+    weights = subject_weights(question, in_books, embedder)
+    return weights[0][1] if weights and weights[0][0] < SUBJECT_COSINE else None
+
+
+def subject_weights(question: str, in_books: Callable[[str], bool], embedder) -> list[tuple[float, str]]:
+    """(cosine of the question without the word to the question, word) for every word of the question
+    no page of the books uses, lowest first: the lower, the more of the question the word carries."""
     import numpy as np
     from ragcli.text import content_words
 
     words = [w for w in dict.fromkeys(content_words(question))
              if len(w) > 3 and "'" not in w and "’" not in w and not in_books(w)]
     if not words:
-        return None
+        return []
     without = [re.sub(rf"\b{re.escape(w)}\b", " ", question, flags=re.I) for w in words]
     vecs = np.asarray(embedder.embed([question] + without), dtype=float)
     vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-    cos = vecs[1:] @ vecs[0]
-    i = int(np.argmin(cos))
-    return words[i] if cos[i] < SUBJECT_COSINE else None
+    return sorted((round(float(c), 3), w) for c, w in zip(vecs[1:] @ vecs[0], words))
 
 
 def translated(word: str, rewrite: Optional[str]) -> bool:

@@ -33,7 +33,11 @@ PHASES = {
     "claims": "checking each sentence against its passage",
     "verify": "verifying the claims with the model",
     "retry": "no answer kept: asking again with the top 3 passages",
+    "steps": "the answer only names what to do: asking for the steps, with the top 3 passages",
 }
+# Phases whose text replaces what was streamed: a second try (`retry`, `steps`), and `restore`, the
+# first answer shown again when the second was not kept.
+REPLACING = ("retry", "steps", "restore")
 WITHDRAWN = "↑ withdrawn: ragcli's checks did not keep the text above"
 
 
@@ -81,14 +85,15 @@ class AnswerStream:
 
     def phase(self, name: str, detail: str = "", done: Optional[int] = None, total: Optional[int] = None) -> None:
         """Name what is being done on the status line (nothing when stderr is not a terminal).
-        `retry`: the first try's text is not the answer, the second one replaces it."""
-        if name == "retry":
+        `retry`, `steps`: the first try's text is not the answer, the second one replaces it;
+        `restore`: the second try's text is not the answer either, the first is written again."""
+        if name in REPLACING:
             with self._lock:
                 if self._text_open:
                     self._end_line()
                 self._stop_status()
                 self._withdraw()
-        if not self.env.stderr_isatty:
+        if not self.env.stderr_isatty or name == "restore":
             return
         with self._lock:
             self._show(name, detail, done, total)
