@@ -73,11 +73,23 @@ def baseline_messages(question: str, sources) -> list[dict]:
         "the passage it comes from, e.g. [S1].")}]
 
 
-def run_baseline(model, embedder, question: str, answer, max_tokens: int) -> dict:
+def retrieved(conn, embedder, model, question: str, opts) -> list:
+    """ragcli's own retrieval for the question, as ask runs it (the rewrite replays from the generation
+    cache): the passages before any second try narrowed them to the top 3."""
+    from ragcli.answer import prompt
+    from ragcli.search.pipeline import SearchOptions, mode_for, search
+
+    result = search(conn, embedder, question, SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k,
+                                                            check_language=True, rerank_depth=opts.rerank_depth),
+                    model=model)
+    return prompt.label_sources(result.hits)
+
+
+def run_baseline(model, embedder, question: str, retrieved_sources, max_tokens: int) -> dict:
     from ragcli.answer import citations, grounding, prompt, refusal
     from ragcli.types import Answer
 
-    passages = [s for s in answer.sources if s.hit.kind == "passage"][:BASELINE_PASSAGES]
+    passages = [s for s in retrieved_sources if s.hit.kind == "passage"][:BASELINE_PASSAGES]
     sources = prompt.label_sources([s.hit for s in passages])
     messages = baseline_messages(question, sources)
     t = time.perf_counter()
@@ -242,7 +254,8 @@ def main() -> int:
         rec["key_hits"] = (phrase_hits(rec["answer"], row["key_phrases"], q["question"])
                            if rec["status"] not in REFUSED else [])
         if args.baseline and model is not None:
-            b = run_baseline(model, memo, q["question"], answer, args.max_tokens)
+            b = run_baseline(model, memo, q["question"], retrieved(conn, memo, model, q["question"], opts),
+                             args.max_tokens)
             b["key_hits"] = (phrase_hits(b["answer"], row["key_phrases"], q["question"])
                              if b["status"] not in REFUSED else [])
             row["baseline"] = b

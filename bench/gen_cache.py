@@ -17,6 +17,8 @@ import json
 from pathlib import Path
 from typing import Optional
 
+REPLAY_PIECE = 12  # characters a replayed piece (about three tokens)
+
 
 def _constraint_key(constraint) -> Optional[str]:
     if constraint is None:
@@ -68,4 +70,22 @@ class CachedModel:
         else:
             self.hits += 1
         self.stats = dict(row["stats"])
-        return iter([row["text"]]) if stream else row["text"]
+        return self._pieces(row) if stream else row["text"]
+
+    def _pieces(self, row: dict):
+        """The recorded reply in small pieces, as a live stream comes. A caller that stops reading
+        early (ragcli's loop check closes the stream) gets the stats a live llama.cpp model reports
+        then: no finish reason, the tokens generated so far (pro rata): the recording itself ran to
+        the model's own end, since the cache records whole replies."""
+        text, stats = row["text"], dict(row["stats"])
+        sent = 0
+        try:
+            while sent < len(text):
+                piece = text[sent:sent + REPLAY_PIECE]
+                sent += len(piece)
+                yield piece
+        finally:
+            if sent < len(text):
+                share = sent / max(1, len(text))
+                self.stats = {**stats, "finish_reason": None,
+                              "generated_tokens": round(share * (stats.get("generated_tokens") or 0))}

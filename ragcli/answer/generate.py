@@ -63,8 +63,10 @@ def generate(model, question: str, sources: list[Source], *, max_tokens: int,
                 break
     except IncompleteReply as exc:  # keep the part received, validated like the rest
         cut = exc
-    emit(stream.feed(monitor.flush()))
-    emit(stream.flush())
+    tail = monitor.flush()
+    if not monitor.stop:  # when it looped, what is still held (a label half written, "[S1") is the loop's
+        emit(stream.feed(tail))
+        emit(stream.flush())
     timings["generation"] = time.perf_counter() - t
     timings["prompt_tokens"] = p.prompt_tokens
     timings.update({k: v for k, v in getattr(model, "stats", {}).items() if isinstance(v, (int, float))})
