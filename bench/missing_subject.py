@@ -62,8 +62,8 @@ def main() -> None:
                 continue
             low = cos[0][0] < refusal.SUBJECT_COSINE
             caught[answerable] += low
-            print(f"{'answerable  ' if answerable else 'unanswerable'} {cos[0][0]:.3f} {'CAUGHT ' if low else '       '}"
-                  f"{question[:70]}  {cos}")
+            side = "answerable  " if answerable else "unanswerable"
+            print(f"{side} {cos[0][0]:.3f} {'CAUGHT ' if low else '       '}{question[:70]}  {cos}")
         print(f"under the threshold: answerable {caught[True]}/{total[True]}, "
               f"unanswerable {caught[False]}/{total[False]}\n")
 

@@ -32,6 +32,10 @@ YES_NO_INSTRUCTION = ("Say what the passages tell the reader to do about this, i
 STEPS_INSTRUCTION = ("These passages give the steps. Give them in order, in 2 to 4 sentences, each ending "
                      "with its label.")
 
+# The task lines of an answer (its own system prompt, the worked example, at most ANSWER_SOURCES).
+ANSWERING = (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION, SECOND_CHANCE_INSTRUCTION, SECOND_CHANCE_YES_NO,
+             STEPS_INSTRUCTION)
+
 
 def instructions_for(question: str) -> tuple[str, str]:
     """The task line of the answer and of its second chance, by the question's kind."""
@@ -123,8 +127,7 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
     An answer (or its second chance) has its own system prompt, one worked example, short headers and
     at most ANSWER_SOURCES passages, listed best last (nearest the question: Qwen2.5-Coder 1.5B used
     the passage it read last, docs/benchmarks-answers.md); a summary the shared system prompt."""
-    answering = instruction in (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION, SECOND_CHANCE_INSTRUCTION, SECOND_CHANCE_YES_NO,
-                              STEPS_INSTRUCTION)
+    answering = instruction in ANSWERING
     # the messages before the user's: the prefix every call of one ask shares (system_prompt.py)
     prefix = [dict(m) for m in (ANSWER_PREFIX if answering else SUMMARY_PREFIX)]
     pool = list(sources)[:ANSWER_SOURCES] if answering else list(sources)
@@ -132,7 +135,7 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
     system_tokens = 16 + sum(count_tokens(m["content"]) + (8 if m["role"] != "system" else 0) for m in prefix)
 
     def user(blocks: list[str]) -> str:
-        if instruction in (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION):  # the best passage last, next to the question (labels kept)
+        if instruction in (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION):  # the best passage last, by the question
             return answer_message(question, list(reversed(blocks)), instruction)
         if answering:
             return answer_message(question, blocks, instruction)
