@@ -116,7 +116,7 @@ def _the_steps(answer: Answer, model, embedder, question, sources, base, timings
     if second.status == "answered":
         second.notice = _join(f"answered on the second try, from the top {len(second.sources)} passages: the "
                               f"first answer only named what to do", second.notice)
-        return second
+        return _listing(second, answer)
     if on_text:
         phase("restore")
         on_text(answer.answer)
@@ -138,10 +138,19 @@ def _second_try(answer: Answer, model, embedder, question, sources, base, timing
     if second.status == "answered":
         second.notice = _join(f"answered on the second try, from the top {len(second.sources)} passages: "
                               f"the first answer was not backed ({answer.unbacked})", second.notice)
-        return second
+        return _listing(second, answer)
     answer.attempts = 2
     answer.timings["generation"] = second.timings.get("generation", 0.0)
     return answer
+
+
+def _listing(second: Answer, first: Answer) -> Answer:
+    """A second try is written from the top passages only, and assessed against them alone; once kept,
+    it lists the first try's passages too (the same labels), so the reader still sees the other passages
+    retrieved."""
+    labels = {s.label for s in second.sources}
+    second.sources = list(second.sources) + [s for s in first.sources if s.label not in labels]
+    return second
 
 
 def _join(*notes: Optional[str]) -> Optional[str]:

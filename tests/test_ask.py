@@ -319,6 +319,8 @@ def test_a_how_to_answered_by_naming_the_method_is_asked_once_more_for_the_steps
     assert len(model.calls) == 2 and answer.attempts == 2 and answer.status == "answered"
     assert model.calls[1]["messages"][-1]["content"].endswith(prompt.STEPS_INSTRUCTION)
     assert "only named what to do" in answer.notice and copied[0] in answer.answer
+    assert len(answer.sources) > refusal.SECOND_CHANCE_SOURCES  # the other passages are still listed
+    assert len({s.label for s in answer.sources}) == len(answer.sources)
     # the fuller reply from memory is not kept: the terse answer stands, written again on screen
     shown, phases = [], []
     model = FakeChatModel([terse, "Surgeons usually shave the whole head the night before [S1]."])
