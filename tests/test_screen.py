@@ -214,6 +214,18 @@ def test_a_refused_answer_is_not_left_on_screen_above_the_verdict(corpus_db, tin
     assert piped.stdout.startswith("not answered:") and "aspirin" not in piped.stdout  # nothing streamed
 
 
+def test_a_summary_the_model_refuses_is_not_left_on_screen_above_the_error(corpus_db, tiny_gguf, tmp_path):
+    refusal = "The provided passages do not mention the topic at all, so there is nothing to summarise."
+    grammar = _forced(tmp_path, refusal)
+    args = ["summary", "new", "craniotomy", "--model", tiny_gguf, "--grammar-file", grammar, "--no-expand",
+            "--max-tokens", "200", "--ctx", "2048"]
+    screen = terminal.run(args, columns=80)
+    assert screen.returncode == 5, screen.screen  # not found: nothing usable, nothing saved
+    assert "do not mention the topic" in screen.raw  # it streamed
+    assert not any("do not mention the topic" in line for line in screen.text), screen.screen  # then withdrawn
+    assert any("nothing saved" in line for line in screen.text), screen.screen
+
+
 DRAFTS = """
 import sys
 from ragcli.render.stream import AnswerStream

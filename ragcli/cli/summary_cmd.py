@@ -46,6 +46,7 @@ def summary_new(
     """Generate a summary of TOPIC from the books and save it as the topic's next number (not
     when its health is bad, unless --keep-weak)."""
     from ragcli import summary as core
+    from ragcli.errors import NotFoundError
     from ragcli.render.data import print_json, summary_data
     from ragcli.render.stream import AnswerStream
     from ragcli.render.terminal import print_summary
@@ -67,6 +68,9 @@ def summary_new(
                           on_phase=stream.phase, on_progress=stream.on_progress, reranker=reranker)
     except core.NotSaved as exc:
         refused, result = exc, exc.summary
+    except NotFoundError:  # the model said the passages say nothing of it: its streamed words are no summary
+        stream.withdraw()
+        raise
     finally:
         stream.finish_text()
     if json_out:
