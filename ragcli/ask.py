@@ -132,8 +132,9 @@ def _second_try(answer: Answer, model, embedder, question, sources, base, timing
     if on_text:
         on_text("\n")
     phase("retry")
+    asked = _situation(question) if answer.unbacked == refusal.NOT_BACKED else question
     second = _model_answer(model, question, sources, base, dict(timings), opts, on_text, on_progress, phase,
-                           retry=True)
+                           retry=True, asked=asked)
     second = _assessed(second, embedder, model, opts, phase, in_books=in_books)
     if second.status == "answered":
         second.notice = _join(f"answered on the second try, from the top {len(second.sources)} passages: "
@@ -166,11 +167,11 @@ def _unbacked_deserves_retry(answer: Answer, sources: list[Source]) -> bool:
 
 
 def _from_the_top(model, question, sources, timings, opts: AskOptions, on_text, on_progress,
-                  instruction: Optional[str] = None):
-    """The second chance's generation: the top passages only, the direct instruction; its time is
-    added to the answer's."""
+                  instruction: Optional[str] = None, asked: Optional[str] = None):
+    """The second chance's generation: the top passages only, the direct instruction (`asked`: what the
+    prompt asks instead of the question); its time is added to the answer's."""
     top = [s for s in sources if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
-    gen = generate(model, question, top, max_tokens=opts.max_tokens, constraint=opts.grammar,
+    gen = generate(model, asked or question, top, max_tokens=opts.max_tokens, constraint=opts.grammar,
                    instruction=instruction or prompt.instructions_for(question)[1], on_text=on_text,
                    on_progress=on_progress)
     timings["generation"] = timings.get("generation", 0.0) + gen.timings.get("generation", 0.0)
@@ -178,13 +179,28 @@ def _from_the_top(model, question, sources, timings, opts: AskOptions, on_text, 
     return gen
 
 
+def _situation(question: str) -> str:
+    """What the second try after a contradicted yes/no answer asks: for "A deep gash ... is still
+    pouring blood after I put a bandage on. Should I push on it and lift the leg?" the situation alone,
+    the passages asked what to do about it (asked the yes/no again, the 1.5B said "No" again where the
+    book says to do it). A question of one sentence is asked as it is."""
+    from ragcli.answer.extractive import question_kind
+    from ragcli.text import sentences
+
+    parts = sentences(question)
+    if question_kind(question) != "yes_no" or len(parts) < 2:
+        return question
+    return " ".join(parts[:-1])
+
+
 def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_text, on_progress,
-                  phase, retry: bool = False, instruction: Optional[str] = None) -> Answer:
+                  phase, retry: bool = False, instruction: Optional[str] = None,
+                  asked: Optional[str] = None) -> Answer:
     """The model's answer; a refusal is `no_answer`, and gets one second chance (the top passages
     only, a direct instruction) when retrieval matched the question well (refusal.deserves_second_chance).
     `retry`: this is the second chance itself (after an answer ragcli found unbacked)."""
     if retry:
-        gen = _from_the_top(model, question, sources, timings, opts, on_text, on_progress, instruction)
+        gen = _from_the_top(model, question, sources, timings, opts, on_text, on_progress, instruction, asked)
     else:
         gen = generate(model, question, sources, max_tokens=opts.max_tokens, constraint=opts.grammar,
                        instruction=prompt.instructions_for(question)[0], on_text=on_text, on_progress=on_progress)

@@ -294,6 +294,16 @@ def test_an_unbacked_answer_gets_one_second_try_from_the_top_passages(conn, embe
     answer = ask.ask(conn, embedder, yes_no, model, ask.AskOptions(expand=False))
     assert len(model.calls) == 2 and answer.attempts == 2
     assert model.calls[1]["messages"][-1]["content"].endswith(prompt.SECOND_CHANCE_YES_NO)
+    # with the situation told first, the second try asks what to do about the situation alone: asked
+    # "Should I ...?" again, the 1.5B said "No" again where the book says to do it
+    told = "The surgeon is about to open the skull. Should I remove a bone flap during a craniotomy?"
+    assert ask._situation(told) == "The surgeon is about to open the skull."
+    assert ask._situation(yes_no) == yes_no and ask._situation(question) == question
+    model = FakeChatModel(["Surgeons usually shave the whole head the night before [S1].", f"{copied} [S1]"])
+    answer = ask.ask(conn, embedder, told, model, ask.AskOptions(expand=False))
+    assert len(model.calls) == 2 and answer.attempts == 2 and answer.question == told
+    second_prompt = model.calls[1]["messages"][-1]["content"]
+    assert "Question: The surgeon is about to open the skull.\n" in second_prompt and "Should I" not in second_prompt
     # a second unbacked reply: the first verdict stands, no third call
     model = FakeChatModel(["Surgeons usually shave the whole head the night before [S1]."] * 2)
     answer = ask.ask(conn, embedder, question, model, ask.AskOptions(expand=False))
