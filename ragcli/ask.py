@@ -64,7 +64,10 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
         return Answer(**base, answer="", status="no_context", citations=[], removed_citations=[],
                       sources=sources, timings=timings,
                       notice="the books do not seem to cover this; the nearest passages are listed")
-    subject = refusal.missing_subject(question, lambda w: corpus.term_in_corpus(conn, w), embedder)
+    def in_corpus(word: str) -> bool:  # does any page of the books use it (FTS5)?
+        return corpus.term_in_corpus(conn, word)
+
+    subject = refusal.missing_subject(question, in_corpus, embedder)
     if subject:  # what the question is about is named nowhere in the books: no answer to write
         return Answer(**base, answer="", status="no_context", citations=[], removed_citations=[],
                       sources=sources, timings=timings,
@@ -78,15 +81,21 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     rewrite = result.expansion.rewrite
 
     def in_books(word: str) -> bool:  # a word of the question that is no subject the books lack
-        return corpus.term_in_corpus(conn, word) or refusal.translated(word, rewrite)
+        return in_corpus(word) or refusal.translated(word, rewrite)
 
     answer = _assessed(answer, embedder, model, opts, phase, in_books=in_books)
+    again = (model, embedder, question, sources, base, timings, opts, on_text, on_progress, phase, in_books)
     if model is not None and _unbacked_deserves_retry(answer, sources):
-        answer = _second_try(answer, model, embedder, question, sources, base, timings, opts, on_text,
-                             on_progress, phase, in_books)
+        asked = _situation(question) if answer.unbacked == refusal.NOT_BACKED else None
+        answer = _again(answer, *again, step="retry", asked=asked,
+                        why=f"the first answer was not backed ({answer.unbacked})") or answer
     elif model is not None and _terse(answer) and refusal.deserves_second_chance(sources):
-        answer = _the_steps(answer, model, embedder, question, sources, base, timings, opts, on_text,
-                            on_progress, phase, in_books)
+        kept = _again(answer, *again, step="steps", instruction=prompt.STEPS_INSTRUCTION,
+                      why="the first answer only named what to do")
+        if kept is None and on_text:  # the second try's text was streamed: the first answer again
+            phase("restore")
+            on_text(answer.answer)
+        answer = kept or answer
     return answer
 
 
@@ -103,55 +112,28 @@ def _terse(answer: Answer) -> bool:
 TERSE_WORDS = 8
 
 
-def _the_steps(answer: Answer, model, embedder, question, sources, base, timings, opts: AskOptions, on_text,
-               on_progress, phase, in_books) -> Answer:
-    """One more try for a terse answer, asking for the passages' steps; the fuller answer is kept only
-    if it passes every check, else the first stands (and is shown again in place of the second)."""
+def _again(answer: Answer, model, embedder, question, sources, base, timings, opts: AskOptions, on_text,
+           on_progress, phase, in_books, *, step: str, why: str, instruction: Optional[str] = None,
+           asked: Optional[str] = None) -> Optional[Answer]:
+    """One more try from the top passages (`step`: the phase shown; `instruction` and `asked`: see
+    _from_the_top), after an answer ragcli did not keep (refusal.unbacked_reason) or found terse. The
+    second answer is kept only if it is answered, and then lists the first try's passages too (it was
+    written from, and assessed against, the top passages alone); else None, and the first stands."""
     if on_text:
         on_text("\n")
-    phase("steps")
+    phase(step)
     second = _model_answer(model, question, sources, base, dict(timings), opts, on_text, on_progress, phase,
-                           retry=True, instruction=prompt.STEPS_INSTRUCTION)
+                           retry=True, instruction=instruction, asked=asked)
     second = _assessed(second, embedder, model, opts, phase, in_books=in_books)
     if second.status == "answered":
-        second.notice = _join(f"answered on the second try, from the top {len(second.sources)} passages: the "
-                              f"first answer only named what to do", second.notice)
-        return _listing(second, answer)
-    if on_text:
-        phase("restore")
-        on_text(answer.answer)
+        second.notice = _join(f"answered on the second try, from the top {len(second.sources)} passages: {why}",
+                              second.notice)
+        labels = {s.label for s in second.sources}
+        second.sources = list(second.sources) + [s for s in answer.sources if s.label not in labels]
+        return second
     answer.attempts = 2
     answer.timings["generation"] = second.timings.get("generation", 0.0)
-    return answer
-
-
-def _second_try(answer: Answer, model, embedder, question, sources, base, timings, opts: AskOptions, on_text,
-                on_progress, phase, in_books) -> Answer:
-    """The answer was not backed (refusal.unbacked_reason), though retrieval matched squarely: one more
-    try from the top passages only, with the direct instruction; kept only if it is answered."""
-    if on_text:
-        on_text("\n")
-    phase("retry")
-    asked = _situation(question) if answer.unbacked == refusal.NOT_BACKED else question
-    second = _model_answer(model, question, sources, base, dict(timings), opts, on_text, on_progress, phase,
-                           retry=True, asked=asked)
-    second = _assessed(second, embedder, model, opts, phase, in_books=in_books)
-    if second.status == "answered":
-        second.notice = _join(f"answered on the second try, from the top {len(second.sources)} passages: "
-                              f"the first answer was not backed ({answer.unbacked})", second.notice)
-        return _listing(second, answer)
-    answer.attempts = 2
-    answer.timings["generation"] = second.timings.get("generation", 0.0)
-    return answer
-
-
-def _listing(second: Answer, first: Answer) -> Answer:
-    """A second try is written from the top passages only, and assessed against them alone; once kept,
-    it lists the first try's passages too (the same labels), so the reader still sees the other passages
-    retrieved."""
-    labels = {s.label for s in second.sources}
-    second.sources = list(second.sources) + [s for s in first.sources if s.label not in labels]
-    return second
+    return None
 
 
 def _join(*notes: Optional[str]) -> Optional[str]:

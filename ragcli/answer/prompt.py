@@ -28,7 +28,7 @@ YES_NO_INSTRUCTION = ("Say what the passages tell the reader to do about this, i
                       "ending with its label.")
 
 # ... for a "how do I" answered with one short sentence naming the method ("Use the mouth-to-mouth
-# method [S4]"): the second chance asks for the steps (ask._the_steps).
+# method [S4]"): the second chance asks for the steps (ask._again, step "steps").
 STEPS_INSTRUCTION = ("These passages give the steps. Give them in order, in 2 to 4 sentences, each ending "
                      "with its label.")
 

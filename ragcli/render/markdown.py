@@ -31,6 +31,12 @@ def _where(book: str, section: str, page_label, page, figure=None) -> str:
     return ", ".join(where) + "."
 
 
+def _hit_where(h) -> str:
+    """Where a retrieved passage or figure is, for a footnote or a list line."""
+    return _where(h.book_title, h.section_str, h.page_label, h.page_start,
+                  h.figure_number if h.kind == "figure" else None)
+
+
 def _warnings_block(warnings) -> list[str]:
     messages = [w.message if hasattr(w, "message") else w["message"] for w in warnings]
     return [f"> **Warning:** {m}" for m in messages]
@@ -49,18 +55,11 @@ def answer_markdown(answer) -> str:
     if answer.status == "extractive":
         lines += ["*Sentences quoted from the book (no model was used); they may not answer the question.*", ""]
     found = found_citations(answer)
-    for s in answer.sources:
-        if s.label in answer.citations and s.label not in found:
-            h = s.hit
-            lines.append(_footnote(s.label, h.book_title, h.section_str, h.page_label, h.page_start,
-                                   h.figure_number if h.kind == "figure" else None))
+    lines += [f"[^{s.label}]: " + _hit_where(s.hit) for s in answer.sources
+              if s.label in answer.citations and s.label not in found]
     if found:  # labels the text does not hold: no footnote marks them, so a list after the footnotes
         lines += ["", "*Found by ragcli (sentences that cite no passage, or the wrong one, are backed by):*", ""]
-        for s in answer.sources:
-            if s.label in found:
-                h = s.hit
-                lines.append(f"- {s.label}: " + _where(h.book_title, h.section_str, h.page_label, h.page_start,
-                                                        h.figure_number if h.kind == "figure" else None))
+        lines += [f"- {s.label}: " + _hit_where(s.hit) for s in answer.sources if s.label in found]
     return "\n".join(lines).rstrip() + "\n"
 
 
