@@ -136,6 +136,9 @@ def _record(answer, seconds: float, stats: dict) -> dict:
                           "cited_as": list(getattr(c, "cited_as", None) or []), "score": c.score}
                          for c in answer.claims or []],
         "rewrite": answer.expanded_query,
+        "why": getattr(answer, "reason", None),
+        "relevance": [None if getattr(s, "relevance", None) is None else round(s.relevance, 3) for s in answer.sources],
+        "judge_seconds": (stats.get("judge") if isinstance(stats, dict) else None),
         "dense": [round(s.hit.dense_score, 3) if s.hit.dense_score is not None else None
                   for s in answer.sources],
         "prompt_tokens": stats.get("prompt_tokens"), "first_token": stats.get("first_token"),
@@ -171,6 +174,8 @@ def summarise(records: list[dict], system: str) -> dict:
         "median_prompt_tokens": statistics.median(tokens) if tokens else None,
         "median_seconds": statistics.median(r[system]["seconds"] for r in rows) if rows else None,
         "second_chances": sum((r[system].get("attempts") or 1) > 1 for r in rows),
+        "median_judge_seconds": (statistics.median(j) if (j := [r[system]["judge_seconds"] for r in rows
+                                 if r[system].get("judge_seconds")]) else None),
     }
 
 
@@ -188,6 +193,25 @@ def print_table(summaries: dict[str, dict], label: str) -> None:
 
 
 # ------------------------------------------------------------------------------------- main
+def _switch_off(rules: set) -> None:
+    """Turn status rules off for an ablation run (replayed from the generation cache, a run with a rule
+    off costs no model call that the run with it on did not make, unless the rule led to a second try)."""
+    import functools
+
+    from ragcli import ask
+    from ragcli.answer import refusal
+
+    if "missing_subject" in rules:
+        refusal.missing_subject = lambda *a, **k: None
+    if "off_question" in rules:
+        refusal.off_question = lambda *a, **k: False
+    if "no_context" in rules:
+        ask.no_context = lambda *a, **k: False
+    skip = tuple(r for r in rules if r in refusal.UNBACKED_RULES)
+    if skip:
+        refusal.unbacked_reason = functools.partial(refusal.unbacked_reason, skip=skip)
+
+
 def load_questions(args) -> list[dict]:
     rows = [json.loads(line) for line in open(args.answers, encoding="utf-8") if line.strip()]
     if args.set:
@@ -222,6 +246,9 @@ def main() -> int:
     ap.add_argument("--cache", help="generation cache (bench/gen_cache.py): replies recorded here are "
                     "replayed, others generated and recorded")
     ap.add_argument("--replay", action="store_true", help="with --cache: a call not recorded is an error")
+    ap.add_argument("--without", default="", help="status rules switched off (ablation), comma-separated: "
+                    "missing_subject, off_question, no_context, judge, and refusal.UNBACKED_RULES (amount, amount_of, "
+                    "which, lacks, none_backed, mostly_contradicted)")
     args = ap.parse_args()
 
     from ragcli import ask
@@ -243,7 +270,9 @@ def main() -> int:
         import answer_variants
 
         answer_variants.apply(args.variant)
-    opts = ask.AskOptions(max_tokens=args.max_tokens, expand=not args.no_expand)
+    without = {w for w in args.without.split(",") if w}
+    _switch_off(without)
+    opts = ask.AskOptions(max_tokens=args.max_tokens, expand=not args.no_expand, judge="judge" not in without)
     out = open(args.out, "w", encoding="utf-8") if args.out else None
     records = []
     for q in load_questions(args):
@@ -254,8 +283,10 @@ def main() -> int:
         rec["key_hits"] = (phrase_hits(rec["answer"], row["key_phrases"], q["question"])
                            if rec["status"] not in REFUSED else [])
         if args.baseline and model is not None:
-            b = run_baseline(model, memo, q["question"], retrieved(conn, memo, model, q["question"], opts),
-                             args.max_tokens)
+            t0 = time.perf_counter()
+            found = retrieved(conn, memo, model, q["question"], opts)
+            b = run_baseline(model, memo, q["question"], found, args.max_tokens)
+            b["seconds"] = round(time.perf_counter() - t0, 2)  # its retrieval and claim scoring too, as ragcli's
             b["key_hits"] = (phrase_hits(b["answer"], row["key_phrases"], q["question"])
                              if b["status"] not in REFUSED else [])
             row["baseline"] = b

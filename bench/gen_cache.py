@@ -72,6 +72,26 @@ class CachedModel:
         self.stats = dict(row["stats"])
         return self._pieces(row) if stream else row["text"]
 
+    def next_word_probs(self, messages, words):
+        """The wrapped model's next-word probabilities, recorded and replayed like replies."""
+        ident = self._model.params.get("file") or self._model.params.get("name")
+        key = hashlib.sha256(json.dumps([ident, "next_word_probs", messages, words], sort_keys=True)
+                             .encode("utf-8")).hexdigest()
+        row = self._cache.get(key)
+        if row is None:
+            if self._replay_only:
+                raise KeyError("gen_cache: no recorded probabilities for this call (replay only)")
+            self.misses += 1
+            probs = self._model.next_word_probs(messages, words)
+            row = {"key": key, "probs": probs, "stats": dict(getattr(self._model, "stats", {})),
+                   "user": messages[-1]["content"][-200:]}
+            self._cache[key] = row
+            with self._path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
+        else:
+            self.hits += 1
+        return dict(row["probs"])
+
     def _pieces(self, row: dict):
         """The recorded reply in small pieces, as a live stream comes. A caller that stops reading
         early (ragcli's loop check closes the stream) gets the stats a live llama.cpp model reports

@@ -1,20 +1,27 @@
-"""question -> expansion -> retrieval -> labelled prompt -> model (or extractive) -> validated answer
--> per-claim support (and the --verify pass): a thin pipeline over search/ and answer/."""
+"""question -> retrieval -> the model judges which passages answer it -> labelled prompt -> model (or
+extractive) -> validated answer -> per-claim support -> one verdict (answer/verdict.py), with at most one
+second try, chosen by the verdict's reason: a thin loop over search/ and answer/."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from ragcli.answer import citations
+from ragcli.answer import extractive
 from ragcli.answer import grounding
 from ragcli.answer import health
 from ragcli.answer import prompt
 from ragcli.answer import refusal
-from ragcli.answer.generate import generate
+from ragcli.answer import relevance
+from ragcli.answer import verdict as verdicts
+from ragcli.answer.generate import ANSWER_TOKENS_RESERVE, Generated, generate
+from ragcli.answer.verdict import Evidence, Reason, Verdict
 from ragcli.models.chat import Grammar
+from ragcli.models.embed import MemoEmbedder
+from ragcli.search.pipeline import SearchOptions, SearchResult, mode_for, no_context, other_language_notice, search
+from ragcli.store import calibration as calibrations
 from ragcli.store import corpus
-from ragcli.search.pipeline import DENSE_FLOOR, SearchOptions, mode_for, no_context, other_language_notice, search
 from ragcli.types import Answer, Expansion, Source
 
 
@@ -32,6 +39,38 @@ class AskOptions:
     # `verify` assess an answer that cites nothing too
     evidence: bool = False
     rerank_depth: int = 20  # hits a re-ranker model (ask's `reranker`) re-scores, at least k
+    judge: bool = True  # the model judges each prompt passage's relevance before answering (--no-judge)
+
+
+@dataclass
+class Run:
+    """What the attempts of one ask share: the corpus, the model, the retrieved sources, the options,
+    the callbacks, the calibration of the corpus's embedding model and the judge's reading."""
+
+    conn: object
+    embedder: object
+    question: str
+    model: object
+    opts: AskOptions
+    result: SearchResult
+    sources: list[Source]
+    calibration: Optional[calibrations.Calibration]
+    on_text: Optional[Callable[[str], None]] = None
+    on_progress: Optional[Callable[[str, dict], None]] = None
+    phase: Callable[..., None] = lambda *a, **k: None
+    timings: dict = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)
+    judged: Optional[relevance.Judged] = None
+
+    @property
+    def base(self) -> dict:
+        return dict(question=self.question, expanded_query=self.result.expansion.shown)
+
+    def in_corpus(self, word: str) -> bool:  # does any page of the books use it (FTS5)?
+        return corpus.term_in_corpus(self.conn, word)
+
+    def in_books(self, word: str) -> bool:  # a word of the question that is no subject the books lack
+        return self.in_corpus(word) or refusal.translated(word, self.result.expansion.rewrite)
 
 
 def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = None,
@@ -39,13 +78,10 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
         on_expanded: Optional[Callable[[Expansion], None]] = None,
         on_phase: Optional[Callable[..., None]] = None,
         on_progress: Optional[Callable[[str, dict], None]] = None, reranker=None) -> Answer:
-    """Answer `question` from the corpus, each claim assessed and the answer's health folded into its
-    status. `on_text` receives validated text as it streams; `on_expanded` the expansion before
-    retrieval runs; `on_phase(name)` each step as it starts (expand, rewrite, search: search.pipeline's;
-    prompt, claims or verify); `on_progress(event, info)` the model's own progress. `reranker`: a
-    re-ranker model for the search (search/model_rerank.py)."""
-    from ragcli.models.embed import MemoEmbedder
-
+    """Answer `question` from the corpus. `on_text` receives validated text as it streams; `on_expanded`
+    the expansion before retrieval runs; `on_phase(name, ...)` each step as it starts (expand, rewrite,
+    search: search.pipeline's; prompt, judge with done/total, claims or verify, retry); `on_progress(event,
+    info)` the model's own progress. `reranker`: a re-ranker model for the search."""
     opts = opts or AskOptions()
     phase = on_phase or (lambda *a, **k: None)
     if not isinstance(embedder, MemoEmbedder):
@@ -54,178 +90,170 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
                                 check_language=True, rerank_depth=opts.rerank_depth)
     result = search(conn, embedder, question, search_opts, model=model, reranker=reranker,
                     on_expanded=on_expanded, on_phase=phase)
-    timings: dict[str, float] = dict(result.timings)
-    if result.language:
-        return Answer(question, None, "", "no_context", [], [], [], timings=timings,
-                      notice=other_language_notice(result.language, "question", "ask"))
-    sources = prompt.label_sources(result.hits)
-    base = dict(question=question, expanded_query=result.expansion.shown)
-    if no_context(result):
-        return Answer(**base, answer="", status="no_context", citations=[], removed_citations=[],
-                      sources=sources, timings=timings,
-                      notice="the books do not seem to cover this; the nearest passages are listed")
-    def in_corpus(word: str) -> bool:  # does any page of the books use it (FTS5)?
-        return corpus.term_in_corpus(conn, word)
-
-    subject = refusal.missing_subject(question, in_corpus, embedder)
-    if subject:  # what the question is about is named nowhere in the books: no answer to write
-        return Answer(**base, answer="", status="no_context", citations=[], removed_citations=[],
-                      sources=sources, timings=timings,
-                      notice=f"the books never mention \"{subject}\", which the question is about; "
-                             f"the nearest passages are listed")
-    if model is None:
-        answer = _extractive(embedder, question, sources, base, timings)
-    else:
-        phase("prompt")
-        answer = _model_answer(model, question, sources, base, timings, opts, on_text, on_progress, phase)
-    rewrite = result.expansion.rewrite
-
-    def in_books(word: str) -> bool:  # a word of the question that is no subject the books lack
-        return in_corpus(word) or refusal.translated(word, rewrite)
-
-    answer = _assessed(answer, embedder, model, opts, phase, in_books=in_books)
-    again = (model, embedder, question, sources, base, timings, opts, on_text, on_progress, phase, in_books)
-    if model is not None and _unbacked_deserves_retry(answer, sources):
-        asked = _situation(question) if answer.unbacked == refusal.NOT_BACKED else None
-        answer = _again(answer, *again, step="retry", asked=asked,
-                        why=f"the first answer was not backed ({answer.unbacked})") or answer
-    elif model is not None and _terse(answer) and refusal.deserves_second_chance(sources):
-        kept = _again(answer, *again, step="steps", instruction=prompt.STEPS_INSTRUCTION,
-                      why="the first answer only named what to do")
-        if kept is None and on_text:  # the second try's text was streamed: the first answer again
-            phase("restore")
-            on_text(answer.answer)
-        answer = kept or answer
+    cal = calibrations.for_corpus(conn)
+    run = Run(conn, embedder, question, model, opts, result, prompt.label_sources(result.hits), cal,
+              on_text, on_progress, phase, dict(result.timings))
+    if cal is None:
+        recorded = corpus.embedding_model(conn)
+        run.notices.append(calibrations.UNCALIBRATED_NOTICE.format(model=recorded[0] if recorded else "?"))
+    answer = _before_answer(run)
+    if answer is None:
+        answer = _extractive(run) if model is None else _answer(run)
+    answer.notice = _join(answer.notice, *run.notices)
+    skipped = health.verification_skipped(answer, model is not None) if opts.verify else None
+    if skipped:
+        answer.verification = {"skipped": skipped}
     return answer
 
 
-def _terse(answer: Answer) -> bool:
-    """A "how do I ...?" answered with one short sentence that names what to do without the doing
-    ("Use the mouth-to-mouth method [S4]" for "how do I blow air into his lungs?")."""
-    from ragcli.answer.extractive import question_kind
+# ------------------------------------------------------------------------------ before any answer
 
-    factual = [c for c in answer.claims if c.support != "not_factual"]
-    return (answer.status == "answered" and answer.attempts == 1 and question_kind(answer.question) == "steps"
-            and len(factual) == 1 and len(factual[0].text.split()) <= TERSE_WORDS)
-
-
-TERSE_WORDS = 8
-
-
-def _again(answer: Answer, model, embedder, question, sources, base, timings, opts: AskOptions, on_text,
-           on_progress, phase, in_books, *, step: str, why: str, instruction: Optional[str] = None,
-           asked: Optional[str] = None) -> Optional[Answer]:
-    """One more try from the top passages (`step`: the phase shown; `instruction` and `asked`: see
-    _from_the_top), after an answer ragcli did not keep (refusal.unbacked_reason) or found terse. The
-    second answer is kept only if it is answered, and then lists the first try's passages too (it was
-    written from, and assessed against, the top passages alone); else None, and the first stands."""
-    if on_text:
-        on_text("\n")
-    phase(step)
-    second = _model_answer(model, question, sources, base, dict(timings), opts, on_text, on_progress, phase,
-                           retry=True, instruction=instruction, asked=asked)
-    second = _assessed(second, embedder, model, opts, phase, in_books=in_books)
-    if second.status == "answered":
-        second.notice = _join(f"answered on the second try, from the top {len(second.sources)} passages: {why}",
-                              second.notice)
-        labels = {s.label for s in second.sources}
-        second.sources = list(second.sources) + [s for s in answer.sources if s.label not in labels]
-        return second
-    answer.attempts = 2
-    answer.timings["generation"] = second.timings.get("generation", 0.0)
+def _before_answer(run: Run) -> Optional[Answer]:
+    """The verdicts reached from retrieval alone: the question is in another language, nothing near it
+    was found (calibrated floor), or what it is about is named nowhere in the books (calibrated)."""
+    if run.result.language:
+        return _unanswered(run, verdicts.before_answer(
+            Reason.OTHER_LANGUAGE, other_language_notice(run.result.language, "question", "ask")), sources=[])
+    cal = run.calibration
+    if not run.result.hits or (cal is not None and no_context(run.result, cal.no_context)):
+        return _unanswered(run, verdicts.before_answer(Reason.NO_CONTEXT))
+    subject = refusal.missing_subject(run.question, run.in_corpus, run.embedder, cal.subject) if cal else None
+    if subject:
+        return _unanswered(run, verdicts.before_answer(
+            Reason.MISSING_SUBJECT, f"the books never mention \"{subject}\", which the question is about"))
     return None
 
 
-def _join(*notes: Optional[str]) -> Optional[str]:
-    return "; ".join(n for n in notes if n) or None
+def _unanswered(run: Run, v: Verdict, sources: Optional[list[Source]] = None) -> Answer:
+    return Answer(**run.base, answer="", status=v.status, citations=[], removed_citations=[],
+                  sources=run.sources if sources is None else sources, timings=run.timings,
+                  notice=f"{v.words}; the nearest passages are listed" if sources is None else v.words,
+                  reason=v.reason.value if v.reason else None, judge=_judge_data(run))
 
 
-def _unbacked_deserves_retry(answer: Answer, sources: list[Source]) -> bool:
-    """A model's answer turned into `no_answer` by ragcli's checks (not a refusal in the model's own
-    words, which has had its second chance) for a reason another try can mend
-    (refusal.worth_a_second_try), when the top passages match the question well."""
-    return (answer.status == "no_answer" and answer.attempts == 1 and answer.unbacked is not None
-            and refusal.worth_a_second_try(answer.unbacked) and refusal.deserves_second_chance(sources))
+def _judge_data(run: Run) -> Optional[dict]:
+    j = run.judged
+    if j is None:
+        return None
+    return {"method": j.method, "seconds": round(j.seconds, 4), "notice": j.notice,
+            "relevant_at": relevance.RELEVANT}
 
 
-def _from_the_top(model, question, sources, timings, opts: AskOptions, on_text, on_progress,
-                  instruction: Optional[str] = None, asked: Optional[str] = None):
-    """The second chance's generation: the top passages only, the direct instruction (`asked`: what the
-    prompt asks instead of the question); its time is added to the answer's."""
-    top = [s for s in sources if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
-    gen = generate(model, asked or question, top, max_tokens=opts.max_tokens, constraint=opts.grammar,
-                   instruction=instruction or prompt.instructions_for(question)[1], on_text=on_text,
-                   on_progress=on_progress)
-    timings["generation"] = timings.get("generation", 0.0) + gen.timings.get("generation", 0.0)
-    timings["second_chance_prompt_tokens"] = gen.timings.get("prompt_tokens")
-    return gen
+# ------------------------------------------------------------------------------ the model's answer
+
+def _answer(run: Run) -> Answer:
+    """The judge, then the first attempt; one second try when the verdict's reason earns one
+    (verdict.RETRY) and the judge (or, without it, the calibrated match of the top passages) says
+    the passages can answer."""
+    model, opts = run.model, run.opts
+    run.phase("prompt")
+    first, retry_instruction = prompt.instructions_for(run.question)
+    budget = model.context_size - opts.max_tokens - ANSWER_TOKENS_RESERVE
+    laid = prompt.build(run.question, run.sources, model.count_tokens, budget, instruction=first)
+    usable = laid.sources
+    if opts.judge:
+        run.judged = relevance.judge(model, laid, run.question,
+                                     on_progress=lambda i, n: run.phase("judge", done=i, total=n))
+        run.timings["judge"] = run.judged.seconds
+        for s in run.sources:
+            s.relevance = run.judged.scores.get(s.label)
+        if run.judged.notice:
+            run.notices.append(run.judged.notice)
+        if run.judged.ran:
+            usable = run.judged.relevant(laid.sources)
+            if not usable:
+                return _unanswered(run, verdicts.before_answer(Reason.NOT_RELEVANT))
+    only = {s.label for s in usable} if len(usable) < len(laid.sources) else None
+    answer, v = _attempt(run, run.sources, first, only)
+    if v.status == "no_answer" and v.reason in verdicts.RETRY and _can_mend(run):
+        top = [s for s in usable if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
+        if run.on_text:
+            run.on_text("\n")
+        run.phase("retry")
+        second, v2 = _attempt(run, top, retry_instruction, None, attempts=2)
+        if v2.status == "answered":
+            second.notice = _join(f"answered on the second try, from the top {len(top)} relevant passages: "
+                                  f"the first answer was not kept ({v.words})", second.notice)
+            labels = {s.label for s in second.sources}
+            second.sources = list(second.sources) + [s for s in answer.sources if s.label not in labels]
+            return second
+        answer.attempts = 2
+        answer.timings["generation"] = answer.timings.get("generation", 0.0) + second.timings.get("generation", 0.0)
+    return answer
 
 
-def _situation(question: str) -> str:
-    """What the second try after a contradicted yes/no answer asks: for "A deep gash ... is still
-    pouring blood after I put a bandage on. Should I push on it and lift the leg?" the situation alone,
-    the passages asked what to do about it (asked the yes/no again, the 1.5B said "No" again where the
-    book says to do it). A question of one sentence is asked as it is."""
-    from ragcli.answer.extractive import question_kind
-    from ragcli.text import sentences
-
-    parts = sentences(question)
-    if question_kind(question) != "yes_no" or len(parts) < 2:
-        return question
-    return " ".join(parts[:-1])
+def _can_mend(run: Run) -> bool:
+    """Another try can succeed: the judge found passages that answer the question; without the judge,
+    the top passages match it well (calibrated cosine, and found by its words too)."""
+    if run.judged is not None and run.judged.ran:
+        return True
+    return run.calibration is not None and refusal.deserves_second_chance(run.sources, run.calibration.second_chance)
 
 
-def _model_answer(model, question, sources, base, timings, opts: AskOptions, on_text, on_progress,
-                  phase, retry: bool = False, instruction: Optional[str] = None,
-                  asked: Optional[str] = None) -> Answer:
-    """The model's answer; a refusal is `no_answer`, and gets one second chance (the top passages
-    only, a direct instruction) when retrieval matched the question well (refusal.deserves_second_chance).
-    `retry`: this is the second chance itself (after an answer ragcli found unbacked)."""
-    if retry:
-        gen = _from_the_top(model, question, sources, timings, opts, on_text, on_progress, instruction, asked)
-    else:
-        gen = generate(model, question, sources, max_tokens=opts.max_tokens, constraint=opts.grammar,
-                       instruction=prompt.instructions_for(question)[0], on_text=on_text, on_progress=on_progress)
-        timings.update(gen.timings)
-    shown = gen.prompt.sources  # the passages listed: those of the prompt the answer comes from
-    attempts = 2 if retry else 1
-    if not retry and refusal.is_refusal(gen.text) and refusal.deserves_second_chance(sources):
-        if on_text:
-            on_text("\n")
-        phase("retry")
-        second = _from_the_top(model, question, sources, timings, opts, on_text, on_progress)
-        attempts = 2
-        gen = second if not refusal.is_refusal(second.text) else gen
+def _attempt(run: Run, sources: list[Source], instruction: str, only: Optional[set], attempts: int = 1):
+    """One generation from `sources` (citable: `only`, else all in the prompt), assessed and decided."""
+    timings = dict(run.timings)
+    gen = generate(run.model, run.question, sources, max_tokens=run.opts.max_tokens, constraint=run.opts.grammar,
+                   instruction=instruction, on_text=run.on_text, on_progress=run.on_progress, only=only)
+    timings.update(gen.timings)
+    shown = gen.prompt.sources
+    citable = [s for s in shown if only is None or s.label in only]
     notice = None
-    if refusal.is_refusal(gen.text):
-        status = "no_answer"
-        notice = "the passages do not seem to answer this; the nearest passages are listed"
-    else:
-        status = "answered" if gen.citations else "unsupported"
     if gen.prompt.dropped:
-        dropped = f"{len(gen.prompt.dropped)} lower-ranked passage(s) left out to fit the model's context window"
-        notice = f"{notice}; {dropped}" if notice else dropped
-    if gen.cut is not None:  # the part received is kept, validated like the rest
-        status, notice = "incomplete", str(gen.cut)
-    return Answer(**base, answer=gen.text, status=status, citations=gen.citations if status != "no_answer" else [],
-                  removed_citations=gen.removed, sources=shown, model=getattr(model, "params", None), timings=timings,
-                  prompt=prompt.as_text(gen.prompt.messages) if opts.show_prompt else None, notice=notice,
-                  attempts=attempts, warnings=gen.warnings)
+        notice = f"{len(gen.prompt.dropped)} lower-ranked passage(s) left out to fit the model's context window"
+    answer = Answer(**run.base, answer=gen.text, status="answered" if gen.citations else "unsupported",
+                    citations=list(gen.citations), removed_citations=gen.removed, sources=citable,
+                    model=getattr(run.model, "params", None), timings=timings,
+                    prompt=prompt.as_text(gen.prompt.messages) if run.opts.show_prompt else None, notice=notice,
+                    attempts=attempts, warnings=gen.warnings, judge=_judge_data(run))
+    evidence = _assess(run, answer, gen)
+    answer.sources = citable + [s for s in run.sources if s not in citable]  # the rest listed, not citable
+    return answer, _apply(answer, verdicts.decide(evidence))
 
 
-def _extractive(embedder, question, sources: list[Source], base, timings) -> Answer:
-    """No model: the sentences that best answer the question, each with its label."""
-    from ragcli.answer import extractive
-
+def _assess(run: Run, answer: Answer, gen: Generated) -> Evidence:
+    """Claims scored against the citable passages; the evidence the verdict reads."""
+    refused = refusal.is_refusal(gen.text)
+    e = Evidence(refused=refused, unfinished=gen.cut is not None or health.unfinished(gen.warnings))
+    if refused:
+        return e
+    opts, model = run.opts, run.model
+    run.phase("verify" if opts.verify else "claims")
     t = time.perf_counter()
-    text, _ = extractive.answer(embedder, question, sources)
-    # the same validation as a model's answer (the quoted sentences' own marks are already inert)
-    checked = citations.validate(text, {s.label for s in sources}, *prompt.reference_maps(sources))
-    timings["generation"] = time.perf_counter() - t
-    return Answer(**base, answer=checked.text, status="extractive", citations=checked.citations,
-                  removed_citations=checked.removed,
-                  sources=sources, timings=timings,
-                  notice="no model configured: extractive answer (set one with --model F.gguf or RAGCLI_MODEL)")
+    if answer.status == "unsupported":  # no label: find the passages its sentences come from
+        answer.claims = grounding.score(answer.answer, answer.sources, run.embedder)
+        _take_attributed(answer)
+        if opts.verify and answer.status == "answered":
+            grounding.verify(answer, model, run.embedder)
+    else:
+        grounding.assess(answer, run.embedder, model if opts.verify else None)
+    answer.timings["claims"] = time.perf_counter() - t
+    e.cited = answer.status == "answered"
+    e.no_source = not e.cited and any(c.support == "no_source" for c in answer.claims)
+    if e.cited and not e.unfinished:
+        e.unbacked = refusal.unbacked_reason(answer, run.question, run.in_books)
+        if run.calibration is not None:
+            e.off_question = refusal.off_question(answer, run.question, run.embedder, run.calibration.off_question)
+    if run.judged is not None and run.judged.ran:
+        e.judge_ran = True
+        e.relevant = {s.label for s in run.judged.relevant(answer.sources)}
+        e.backed_on = {lab for c in answer.claims if c.support in ("supported", "weak") for lab in c.citations}
+    return e
+
+
+def _apply(answer: Answer, v: Verdict) -> Verdict:
+    """Write the verdict into the answer: status, reason, notice; a no_answer keeps no claims."""
+    answer.reason = v.reason.value if v.reason else None
+    if v.status == "no_answer":
+        answer.citations, answer.claims = [], []
+        answer.unbacked = v.words if v.reason is not Reason.REFUSED else None
+        answer.notice = _join(f"not answered: {v.words}; the nearest passages are listed", answer.notice)
+    elif v.status == "incomplete" and answer.notice is None:
+        answer.notice = v.words
+    answer.status = v.status
+    if v.status in ("answered", "unsupported"):
+        answer.warnings = health.merge(answer.warnings, health.claim_warnings(answer.claims, v.status))
+    return v
 
 
 def _take_attributed(answer: Answer) -> None:
@@ -240,33 +268,25 @@ def _take_attributed(answer: Answer) -> None:
     answer.notice = f"{answer.notice}; {note}" if answer.notice else note
 
 
-def _assessed(answer: Answer, embedder, model, opts: AskOptions, phase, in_books=None) -> Answer:
-    """Per-claim support, with `verify` the second model pass; a model's answer whose substance the
-    passages do not back (refusal.unbacked_reason) becomes `no_answer` with the reason; then the
-    claims' health folded into the status, and why --verify did not run when it did not."""
-    if opts.verify or opts.evidence or answer.status in ("answered", "extractive", "unsupported"):
-        phase("verify" if opts.verify and model is not None else "claims")
-        t = time.perf_counter()
-        if answer.status == "unsupported":  # no label: find the passages its sentences come from
-            answer.claims = grounding.score(answer.answer, answer.sources, embedder)
-            _take_attributed(answer)
-            if opts.verify and model is not None and answer.status == "answered":
-                grounding.verify(answer, model, embedder)
-        else:
-            grounding.assess(answer, embedder, model if opts.verify else None)
-        answer.timings["claims"] = time.perf_counter() - t
-    reason = None
-    if answer.status == "answered" and not health.unfinished(answer.warnings):  # a broken one is incomplete
-        reason = refusal.unbacked_reason(answer, answer.question, in_books)
-        if not reason and refusal.off_question(answer, answer.question, embedder, DENSE_FLOOR):
-            reason = refusal.OFF_QUESTION
-    elif answer.status == "unsupported" and any(c.support == "no_source" for c in answer.claims):
-        reason = refusal.NO_SOURCE  # it cites nothing, and no passage states any of it: from memory
-    if reason:
-        answer.status, answer.citations, answer.claims, answer.unbacked = "no_answer", [], [], reason
-        answer.notice = f"not answered: {reason}; the nearest passages are listed"
-    health.finish(answer)
-    skipped = health.verification_skipped(answer, model is not None) if opts.verify else None
-    if skipped:
-        answer.verification = {"skipped": skipped}
+# ------------------------------------------------------------------------------ no model
+
+def _extractive(run: Run) -> Answer:
+    """No model: the sentences that best answer the question, each with its label."""
+    t = time.perf_counter()
+    text, _ = extractive.answer(run.embedder, run.question, run.sources)
+    # the same validation as a model's answer (the quoted sentences' own marks are already inert)
+    checked = citations.validate(text, {s.label for s in run.sources}, *prompt.reference_maps(run.sources))
+    run.timings["generation"] = time.perf_counter() - t
+    answer = Answer(**run.base, answer=checked.text, status="extractive", citations=checked.citations,
+                    removed_citations=checked.removed, sources=run.sources, timings=run.timings,
+                    notice=f"{verdicts.WORDS[Reason.NO_MODEL]} (set one with --model F.gguf or RAGCLI_MODEL)",
+                    reason=Reason.NO_MODEL.value)
+    run.phase("claims")
+    t = time.perf_counter()
+    grounding.assess(answer, run.embedder, None)
+    answer.timings["claims"] = time.perf_counter() - t
     return answer
+
+
+def _join(*notes: Optional[str]) -> Optional[str]:
+    return "; ".join(n for n in notes if n) or None

@@ -30,6 +30,7 @@ from ragcli.answer.generate import generate as generate_text
 from ragcli.models.chat import Grammar
 from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
 from ragcli.system_prompt import SUMMARY_PREFIX
+from ragcli.store import calibration as calibrations
 from ragcli.store import corpus as store
 from ragcli.store import summaries as summary_store
 from ragcli.errors import NotFoundError, RagcliError, UsageError
@@ -118,7 +119,8 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
         raise NotFoundError(other_language_notice(result.language, "topic", "name it") + "; nothing saved")
     timings: dict[str, float] = dict(result.timings)
     exp = result.expansion
-    if no_context(result):
+    cal = calibrations.for_corpus(conn)  # without a calibration only an empty retrieval is "nothing"
+    if not result.hits or (cal is not None and no_context(result, cal.no_context)):
         raise NotFoundError(f"the books do not seem to cover '{topic}': nothing to summarise, nothing saved")
     sources = prompt.label_sources(result.hits)
     t = time.perf_counter()

@@ -136,6 +136,7 @@ class Source:
 
     label: str
     hit: Hit
+    relevance: Optional[float] = None  # the chat model's P(yes) that it answers the question (answer/relevance.py)
 
 
 @dataclass
@@ -201,7 +202,9 @@ class Answer:
     verification: Optional[dict] = None
     warnings: list[HealthWarning] = field(default_factory=list)  # the answer's health (answer/health.py)
     attempts: int = 0  # model calls for the answer: 1, or 2 after a second chance (0: none)
-    unbacked: Optional[str] = None  # why ragcli's checks made the model's answer no_answer (refusal.unbacked_reason)
+    unbacked: Optional[str] = None  # why ragcli's checks made the model's answer no_answer, in words
+    reason: Optional[str] = None  # answer/verdict.py's Reason code: why the status is not `answered`
+    judge: Optional[dict] = None  # how the relevance judge ran: method, seconds, notice
 
 
 @dataclass

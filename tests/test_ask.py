@@ -284,8 +284,7 @@ def test_an_unbacked_answer_gets_one_second_try_from_the_top_passages(conn, embe
     assert len(model.calls) == 2 and answer.attempts == 2
     assert answer.status == "answered" and "second try" in answer.notice and refusal.NOT_BACKED in answer.notice
     assert model.calls[1]["messages"][-1]["content"].endswith(prompt.SECOND_CHANCE_INSTRUCTION)
-    # a yes/no question is asked again as "what do the passages tell the reader to do": asked "should
-    # I ...?" again, the 1.5B said "No" again where the book says to do it
+    # a yes/no question's second try asks what the passages tell the reader to do
     from ragcli.answer.extractive import question_kind
 
     yes_no = "Should I remove a bone flap during a craniotomy?"
@@ -294,53 +293,10 @@ def test_an_unbacked_answer_gets_one_second_try_from_the_top_passages(conn, embe
     answer = ask.ask(conn, embedder, yes_no, model, ask.AskOptions(expand=False))
     assert len(model.calls) == 2 and answer.attempts == 2
     assert model.calls[1]["messages"][-1]["content"].endswith(prompt.SECOND_CHANCE_YES_NO)
-    # with the situation told first, the second try asks what to do about the situation alone: asked
-    # "Should I ...?" again, the 1.5B said "No" again where the book says to do it
-    told = "The surgeon is about to open the skull. Should I remove a bone flap during a craniotomy?"
-    assert ask._situation(told) == "The surgeon is about to open the skull."
-    assert ask._situation(yes_no) == yes_no and ask._situation(question) == question
-    model = FakeChatModel(["Surgeons usually shave the whole head the night before [S1].", f"{copied} [S1]"])
-    answer = ask.ask(conn, embedder, told, model, ask.AskOptions(expand=False))
-    assert len(model.calls) == 2 and answer.attempts == 2 and answer.question == told
-    second_prompt = model.calls[1]["messages"][-1]["content"]
-    assert "Question: The surgeon is about to open the skull.\n" in second_prompt and "Should I" not in second_prompt
     # a second unbacked reply: the first verdict stands, no third call
     model = FakeChatModel(["Surgeons usually shave the whole head the night before [S1]."] * 2)
     answer = ask.ask(conn, embedder, question, model, ask.AskOptions(expand=False))
     assert len(model.calls) == 2 and answer.status == "no_answer" and answer.attempts == 2
-
-
-def test_a_how_to_answered_by_naming_the_method_is_asked_once_more_for_the_steps(conn, embedder):
-    """"Use the mouth-to-mouth method [S4]" for "how do I blow air into his lungs?" (the 1.5B): one more
-    try asks for the passages' steps; the fuller answer is kept only if it passes every check, else the
-    first stands and is written again in place of the second."""
-    from ragcli.answer import refusal
-    from ragcli.answer.extractive import question_kind
-    from ragcli.text import sentences
-
-    question = "How do I remove a bone flap in a craniotomy?"
-    assert question_kind(question) == "steps"
-    sources = ask.ask(conn, embedder, question, None, ask.AskOptions(expand=False)).sources
-    assert refusal.deserves_second_chance(sources)
-    copied = [s for s in sentences(sources[0].hit.text) if len(s.split()) >= 8][:2]
-    terse = "A craniotomy removes a bone flap [S1]."
-    model = FakeChatModel([terse, " ".join(f"{s} [S1]" for s in copied)])
-    answer = ask.ask(conn, embedder, question, model, ask.AskOptions(expand=False))
-    assert len(model.calls) == 2 and answer.attempts == 2 and answer.status == "answered"
-    assert model.calls[1]["messages"][-1]["content"].endswith(prompt.STEPS_INSTRUCTION)
-    assert "only named what to do" in answer.notice and copied[0] in answer.answer
-    assert len(answer.sources) > refusal.SECOND_CHANCE_SOURCES  # the other passages are still listed
-    assert len({s.label for s in answer.sources}) == len(answer.sources)
-    # the fuller reply from memory is not kept: the terse answer stands, written again on screen
-    shown, phases = [], []
-    model = FakeChatModel([terse, "Surgeons usually shave the whole head the night before [S1]."])
-    answer = ask.ask(conn, embedder, question, model, ask.AskOptions(expand=False), on_text=shown.append,
-                     on_phase=lambda name, *a, **k: phases.append(name))
-    assert len(model.calls) == 2 and answer.attempts == 2 and answer.status == "answered"
-    assert answer.answer == terse and "steps" in phases and phases[-1] == "restore" and shown[-1] == terse
-    # a full answer is not asked again
-    model = FakeChatModel([" ".join(f"{s} [S1]" for s in copied)])
-    assert ask.ask(conn, embedder, question, model, ask.AskOptions(expand=False)).attempts == 1
 
 
 def test_an_answer_about_something_else_is_not_an_answer(embedder):

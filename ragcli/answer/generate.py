@@ -34,12 +34,15 @@ def generate(model, question: str, sources: list[Source], *, max_tokens: int,
              constraint: Optional[Constraint] = None,
              instruction: str = prompt.ANSWER_INSTRUCTION,
              on_text: Optional[Callable[[str], None]] = None,
-             on_progress: Optional[Callable[[str, dict], None]] = None) -> Generated:
+             on_progress: Optional[Callable[[str, dict], None]] = None,
+             only: Optional[set] = None) -> Generated:
     """Prompt the model with `sources` under `instruction` and stream its validated reply.
-    `on_progress(event, info)` receives the model's own progress (prompt processing, first token)."""
+    `on_progress(event, info)` receives the model's own progress (prompt processing, first token).
+    `only`: the labels the answer may cite (the relevance judge's); every other label is removed."""
     budget = model.context_size - max_tokens - ANSWER_TOKENS_RESERVE
-    p = prompt.build(question, sources, model.count_tokens, budget, instruction=instruction)
-    stream = citations.StreamFilter({s.label for s in p.sources}, *prompt.reference_maps(p.sources))
+    p = prompt.build(question, sources, model.count_tokens, budget, instruction=instruction, only=only)
+    citable = [s for s in p.sources if only is None or s.label in only]
+    stream = citations.StreamFilter({s.label for s in citable}, *prompt.reference_maps(citable))
     monitor = health.Monitor(p.sources, system_prompt=p.messages[0]["content"], question=question)
     pieces: list[str] = []
     timings: dict = {}

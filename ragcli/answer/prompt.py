@@ -13,28 +13,19 @@ from ragcli.system_prompt import (ANSWER_EXAMPLE, ANSWER_INSTRUCTION, ANSWER_PRE
                                   SUMMARY_PREFIX, SYSTEM_PROMPT)
 
 ANSWER_SOURCES = 6  # passages given for an answer (k retrieved; the rest are listed, not prompted)
-# The second chance (ragcli.answer.refusal.deserves_second_chance): the top passages only.
+# The second try (ask.py, when the verdict's reason earns one): the top relevant passages only, asked
+# directly.
 SECOND_CHANCE_INSTRUCTION = ("These passages answer the question. Answer it from them in 2 or 3 "
                              "sentences, each ending with its label.")
-# ... for a yes/no question ("do I still need to tie it off?") whose first answer was not backed: asked
-# the same again, Qwen2.5-1.5B said "No" again where the book says apply a tourniquet; asked what the
-# passages tell the reader to do, it gave the tourniquet (lay-13; docs/benchmarks-answers.md, session 7).
+# A yes/no question about what to do is asked as what the passages tell the reader to do: the passages
+# state instructions, not yes or no.
 SECOND_CHANCE_YES_NO = ("These passages say what to do here. Say what they tell the reader to do, in 2 or "
                         "3 sentences, each ending with its label.")
-# A yes/no question about what to do ("should I push on it and lift the leg?"): asked to answer it,
-# Qwen2.5-1.5B says "No, do not ..." where the book says to do it; asked what the passages tell the
-# reader to do, it gives the book's instruction (docs/benchmarks-answers.md, session 7).
 YES_NO_INSTRUCTION = ("Say what the passages tell the reader to do about this, in 2 to 4 sentences, each "
                       "ending with its label.")
 
-# ... for a "how do I" answered with one short sentence naming the method ("Use the mouth-to-mouth
-# method [S4]"): the second chance asks for the steps (ask._again, step "steps").
-STEPS_INSTRUCTION = ("These passages give the steps. Give them in order, in 2 to 4 sentences, each ending "
-                     "with its label.")
-
 # The task lines of an answer (its own system prompt, the worked example, at most ANSWER_SOURCES).
-ANSWERING = (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION, SECOND_CHANCE_INSTRUCTION, SECOND_CHANCE_YES_NO,
-             STEPS_INSTRUCTION)
+ANSWERING = (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION, SECOND_CHANCE_INSTRUCTION, SECOND_CHANCE_YES_NO)
 
 
 def instructions_for(question: str) -> tuple[str, str]:
@@ -116,17 +107,25 @@ def answer_header(source: Source) -> str:
     return f"[{source.label}] {h.section_path[-1] if h.section_path else h.book_title}, p. {h.page_label}"
 
 
-def answer_message(question: str, blocks: list[str], instruction: str = ANSWER_INSTRUCTION) -> str:
-    return "Passages:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}\n\n{instruction}"
+def answer_message(question: str, blocks: list[str], instruction: str = ANSWER_INSTRUCTION, lead: str = "") -> str:
+    return "Passages:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}\n\n{lead}{instruction}"
+
+
+def only_line(labels) -> str:
+    """Before the task line when the relevance judge kept some of the prompt's passages: the labels
+    the answer may use and cite. After the question, so the prompt's prefix is the judge's."""
+    listed = ", ".join(f"[{lab}]" for lab in labels)
+    return f"Only {listed} answer{'s' if len(labels) == 1 else ''} the question: use and cite only {'it' if len(labels) == 1 else 'them'}. "
 
 
 def build(question: str, sources: list[Source], count_tokens: Callable[[str], int], budget: int,
-          instruction: str = ANSWER_INSTRUCTION) -> Prompt:
+          instruction: str = ANSWER_INSTRUCTION, only=None) -> Prompt:
     """Fit the labelled context into `budget` prompt tokens: drop the lowest-ranked sources first; cut
     the text of the last one only when even the best source does not fit, and say so in the prompt.
     An answer (or its second chance) has its own system prompt, one worked example, short headers and
     at most ANSWER_SOURCES passages, listed best last (nearest the question: Qwen2.5-Coder 1.5B used
-    the passage it read last, docs/benchmarks-answers.md); a summary the shared system prompt."""
+    the passage it read last, docs/benchmarks-answers.md); a summary the shared system prompt. `only`:
+    the labels the relevance judge kept, named after the question (answer/relevance.py)."""
     answering = instruction in ANSWERING
     # the messages before the user's: the prefix every call of one ask shares (system_prompt.py)
     prefix = [dict(m) for m in (ANSWER_PREFIX if answering else SUMMARY_PREFIX)]
@@ -134,11 +133,13 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
     kept = list(pool)
     system_tokens = 16 + sum(count_tokens(m["content"]) + (8 if m["role"] != "system" else 0) for m in prefix)
 
+    lead = only_line([s.label for s in pool if s.label in only]) if only else ""
+
     def user(blocks: list[str]) -> str:
         if instruction in (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION):  # the best passage last, by the question
-            return answer_message(question, list(reversed(blocks)), instruction)
+            return answer_message(question, list(reversed(blocks)), instruction, lead)
         if answering:
-            return answer_message(question, blocks, instruction)
+            return answer_message(question, blocks, instruction, lead)
         return user_message(question, blocks, ", ".join(f"[{s.label}]" for s in kept), instruction)
 
     def block(source: Source, text: str | None = None) -> str:

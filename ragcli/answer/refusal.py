@@ -8,7 +8,7 @@ every reply with `is_refusal` / `refusal_sentences`.
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 _SUBJECT = (r"(?:the |these |those |this |given |provided |above |supplied |available |retrieved |"
             r"cited |following )*(?:passages?|context|sources?|texts?|excerpts?|documents?|information|"
@@ -97,13 +97,14 @@ def missing_terms(question: str, sources, in_books: Optional[Callable[[str], boo
 SUBJECT_COSINE = 0.80
 
 
-def missing_subject(question: str, in_books: Callable[[str], bool], embedder) -> Optional[str]:
+def missing_subject(question: str, in_books: Callable[[str], bool], embedder,
+                    cosine: float = SUBJECT_COSINE) -> Optional[str]:
     """A word of the question that no page of the books uses and that carries much of what the
     question asks ("What do I do for a migraine?" in a first-aid manual that never says "migraine"),
     or None. The books cannot answer a question about what they never name; a lay word for what they
     do name ("a deep gash", "prop up his feet") carries little of the question and is let through."""
     weights = subject_weights(question, in_books, embedder)
-    return weights[0][1] if weights and weights[0][0] < SUBJECT_COSINE else None
+    return weights[0][1] if weights and weights[0][0] < cosine else None
 
 
 def subject_weights(question: str, in_books: Callable[[str], bool], embedder) -> list[tuple[float, str]]:
@@ -215,7 +216,12 @@ def worth_a_second_try(reason: str) -> bool:
     return reason in (NOT_BACKED, NO_AMOUNT, OFF_QUESTION)
 
 
-def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bool]] = None) -> Optional[str]:
+# The rules of unbacked_reason, by name (`skip` turns some off: bench/bench_answers.py --without).
+UNBACKED_RULES = ("amount", "amount_of", "which", "lacks", "none_backed", "mostly_contradicted")
+
+
+def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bool]] = None,
+                    skip: Sequence[str] = ()) -> Optional[str]:
     """Why an answer's substance is not in the passages (so it is `no_answer`), or None.
 
     Per claim (ragcli.answer.grounding has scored them): a claim is backed when its cited passage
@@ -233,11 +239,14 @@ def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bo
     said = [c for c in answer.claims if re.search(r"[A-Za-z]{2}", c.text) and not is_refusal_sentence(c.text)]
     if not said:
         return None
-    if asks_for_amount(question) and not any(_AMOUNT.search(c.text) for c in said):
+    if "amount" not in skip and asks_for_amount(question) and not any(_AMOUNT.search(c.text) for c in said):
         return NO_AMOUNT
     cited = {lab for c in said for lab in c.citations}
     present = _stems([s for s in answer.sources if s.label in cited])
-    for thing, asks in ((amount_object(question), "how much"), (asked_kind(question), "which")):
+    for thing, asks, rule in ((amount_object(question), "how much", "amount_of"),
+                              (asked_kind(question), "which", "which")):
+        if rule in skip:
+            continue
         lacking = [w for w in thing if stem(w) not in present]
         if lacking:
             return (f"the question asks {asks} {' '.join(thing)}, and the passages the answer cites do not "
@@ -254,16 +263,16 @@ def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bo
     def backed(claim) -> bool:
         return claim.support == "supported" or (claim.support == "weak" and not lacks(claim))
 
-    first = lacks(factual[0]) if factual[0].support != "supported" else []
+    first = lacks(factual[0]) if factual[0].support != "supported" and "lacks" not in skip else []
     if first:
         return "the passages do not mention " + ", ".join(dict.fromkeys(first))
-    if not any(backed(c) for c in factual):
-        foreign = [x for c in factual for x in lacks(c)]
+    if "none_backed" not in skip and not any(backed(c) for c in factual):
+        foreign = [x for c in factual for x in lacks(c)] if "lacks" not in skip else []
         if foreign:
             return "the passages do not mention " + ", ".join(dict.fromkeys(foreign))
         return NOT_BACKED
     contradicted = [c for c in factual if c.support == "unsupported"]
-    if len(contradicted) * 2 > len(factual):
+    if "mostly_contradicted" not in skip and len(contradicted) * 2 > len(factual):
         return (f"{len(contradicted)} of its {len(factual)} sentences are not backed by the passages they "
                 f"cite, nor by any other passage given")
     return None
@@ -296,8 +305,8 @@ SECOND_CHANCE_DENSE = 0.45
 SECOND_CHANCE_SOURCES = 3
 
 
-def deserves_second_chance(sources) -> bool:
+def deserves_second_chance(sources, floor: float = SECOND_CHANCE_DENSE) -> bool:
     """Do the top passages match the question well in meaning and in words?"""
     top = [s.hit for s in sources if s.hit.kind == "passage"][:SECOND_CHANCE_SOURCES]
     dense = max((h.dense_score or 0.0 for h in top), default=0.0)
-    return dense >= SECOND_CHANCE_DENSE and any(h.lexical_rank is not None for h in top)
+    return dense >= floor and any(h.lexical_rank is not None for h in top)

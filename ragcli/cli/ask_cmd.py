@@ -31,6 +31,8 @@ def ask(
     show_prompt: Annotated[bool, typer.Option("--show-prompt", help="Print the exact prompt (stderr).")] = False,
     evidence: Annotated[bool, typer.Option("--evidence", help="Show each sentence's supporting quote.")] = False,
     verify: Annotated[bool, typer.Option("--verify", help="A second model pass checks each claim.")] = False,
+    judge: Annotated[bool, typer.Option("--judge/--no-judge", help="The model first judges which passages "
+                                        "answer the question (with a model).")] = True,
     model: ModelOpt = None, model_name: ModelNameOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None,
     gpu_layers: GpuOpt = None, seed: SeedOpt = None, temperature: TempOpt = None, max_tokens: MaxTokOpt = None,
     grammar_file: Annotated[Optional[str], typer.Option("--grammar-file", help="GBNF grammar that constrains "
@@ -59,7 +61,8 @@ def ask(
     stream = AnswerStream.for_model(chat_model, json_out or output != "text")
     opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
                            max_tokens=settings.max_tokens, show_prompt=show_prompt,
-                           grammar=read_grammar(grammar_file), verify=verify, evidence=evidence, rerank_depth=depth)
+                           grammar=read_grammar(grammar_file), verify=verify, evidence=evidence, rerank_depth=depth,
+                           judge=judge)
     try:
         answer = core.ask(conn, embedder, question, chat_model, opts, reranker=reranker, on_text=stream.on_text,
                           on_expanded=stream.on_expanded, on_phase=stream.phase, on_progress=stream.on_progress)

@@ -77,6 +77,21 @@ def estimate_tokens(text: str) -> int:
     return int(len(text.encode("utf-8")) / 2.5) + 1
 
 
+# The first words of a yes/no reply, as `next_word_probs` reads them (a word's first token stands for it).
+YES_NO = {"yes": ("yes", "Yes", " yes", " Yes", "YES"), "no": ("no", "No", " no", " No", "NO")}
+
+
+def p_yes(probs: dict, min_mass: float = 0.05) -> Optional[float]:
+    """P(yes) / (P(yes) + P(no)) from `next_word_probs(..., YES_NO)`; None when the two together hold
+    less than `min_mass` of the next token (the reply would be neither)."""
+    yes, no = probs.get("yes", 0.0), probs.get("no", 0.0)
+    return yes / (yes + no) if yes + no >= min_mass else None
+
+
+class NoProbabilities(ModelError):
+    """The backend cannot give next-token probabilities (a server without `logprobs`)."""
+
+
 class IncompleteReply(ModelError):
     """The reply stopped before the model finished (a stream cut mid-answer, a server failing on the
     way). `partial` is the text received: an answer keeps it, validated, with status "incomplete";

@@ -15,7 +15,8 @@ class FakeChatModel:
     tokens_exact = False
 
     def __init__(self, replies: Union[list[str], Callable[[Messages], str], str] = "",
-                 name: str = "fake", context_size: int = 4096, piece_size: int = 3):
+                 name: str = "fake", context_size: int = 4096, piece_size: int = 3,
+                 relevance: Union[None, float, Callable[[Messages], Optional[float]]] = 1.0):
         if isinstance(replies, str):
             fixed = replies
             replies = lambda _messages: fixed  # noqa: E731 - the same reply to every call
@@ -26,6 +27,10 @@ class FakeChatModel:
         self.piece_size = piece_size
         self.calls: list[dict] = []
         self.stats: dict = {}
+        # `relevance`: the P(yes) next_word_probs gives (a function of the messages, or one figure for
+        # every call); None: the model gives no probabilities, as a server without logprobs
+        self._relevance = relevance
+        self.judged: list[list[dict]] = []
 
     def count_tokens(self, text: str) -> int:
         return len(text) // 4 + 1
@@ -54,3 +59,11 @@ class FakeChatModel:
         step = self.piece_size
         return iter([reply[i:i + step] for i in range(0, len(reply), step)])
 
+    def next_word_probs(self, messages: Messages, words: dict) -> dict:
+        from ragcli.models.chat import NoProbabilities
+
+        if self._relevance is None:
+            raise NoProbabilities("the fake model gives no token probabilities")
+        self.judged.append([dict(m) for m in messages])
+        p = self._relevance(messages) if callable(self._relevance) else self._relevance
+        return {"yes": p, "no": 1.0 - p} if p is not None else {group: 0.0 for group in words}

@@ -229,6 +229,34 @@ class LlamaCppModel:
         pieces = self._generate(prompt, min(max_tokens, room), grammar, temp, on_progress)
         return pieces if stream else "".join(pieces)
 
+    def next_word_probs(self, messages: Messages, words: dict[str, tuple[str, ...]]) -> dict[str, float]:
+        """The probability that the reply starts with each group of `words` ({"yes": ("yes", "Yes"),
+        ...}), from the next-token distribution after the prompt: one forward pass over the tokens
+        not already in the KV cache, nothing sampled. A word's first token stands for the word."""
+        import numpy as np
+
+        prompt = self.prompt_tokens(messages)
+        if len(prompt) >= self.context_size:
+            raise ModelError(f"the prompt has {len(prompt)} tokens but the model context holds {self.context_size}")
+        llm = self._llm
+        self._evals = []
+        steps = llm.generate(prompt, temp=0.0, top_k=1, repeat_penalty=1.0)
+        try:  # generate() evaluates what the cache lacks and samples one token: the logits are then set
+            next(steps)
+        except RuntimeError as exc:
+            raise ModelError(f"llama.cpp failed while reading the next token: {exc}") from exc
+        finally:
+            steps.close()
+        self._record(len(prompt), 0)
+        logits = np.asarray(llm.scores[len(prompt) - 1], dtype=np.float64)
+        probs = np.exp(logits - logits.max())
+        probs /= probs.sum()
+        out = {}
+        for group, variants in words.items():
+            ids = {t[0] for t in (llm.tokenize(v.encode("utf-8"), add_bos=False, special=False) for v in variants) if t}
+            out[group] = float(sum(probs[i] for i in ids))
+        return out
+
     def _generate(self, prompt: list[int], max_tokens: int, grammar, temp: float,
                   on_progress: Optional[Progress]) -> Iterator[str]:
         """Sample until an end-of-generation token or max_tokens, yielding decoded text.

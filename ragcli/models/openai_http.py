@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ragcli.errors import ModelError, UsageError
 from ragcli.models.chat import (
-    Constraint, Grammar, IncompleteReply, JsonSchema, Messages, OneLine, Progress, estimate_tokens,
+    Constraint, Grammar, IncompleteReply, NoProbabilities, JsonSchema, Messages, OneLine, Progress, estimate_tokens,
 )
 from ragcli.models.grammars import one_line_grammar
 
@@ -275,6 +275,38 @@ class HttpChatModel:
             text = "".join(pieces).strip().split("\n")[0][:line_limit]
             return iter([text]) if stream else text
         return pieces if stream else "".join(pieces)
+
+    def next_word_probs(self, messages: Messages, words: dict[str, tuple[str, ...]]) -> dict[str, float]:
+        """As LlamaCppModel.next_word_probs, from the server's `top_logprobs` of a one-token reply
+        (OpenAI's chat API; llama-server, vLLM and llama-cpp-python built with logits take it). A
+        server that returns no probabilities raises NoProbabilities: the caller falls back."""
+        import math
+
+        import openai
+
+        extra = {"cache_prompt": True} if self.server.kind == "llama-server" else None
+        try:
+            response = self._client.chat.completions.create(
+                model=self.name, messages=messages, max_tokens=1, temperature=0.0, seed=self.seed,
+                logprobs=True, top_logprobs=20, extra_body=extra)
+        except openai.APIStatusError as exc:  # it answered, and refused the request with logprobs
+            if exc.status_code in (401, 403):
+                raise _http_error(self.url, exc, self._key) from exc
+            raise NoProbabilities(f"the model server at {safe_url(self.url)} gives no token probabilities "
+                                  f"({exc.status_code})") from exc
+        except openai.APIError as exc:
+            raise _http_error(self.url, exc, self._key) from exc
+        choice = (response.choices or [None])[0]
+        content = getattr(getattr(choice, "logprobs", None), "content", None) if choice else None
+        if not content or not getattr(content[0], "top_logprobs", None):
+            raise NoProbabilities(f"the model server at {safe_url(self.url)} returned no token probabilities")
+        out = {group: 0.0 for group in words}
+        for top in content[0].top_logprobs:
+            token = (top.token or "").strip()
+            for group, variants in words.items():
+                if token and token in {v.strip() for v in variants}:
+                    out[group] += math.exp(top.logprob)
+        return out
 
     def _stream(self, messages, max_tokens, temp, kwargs, extra, on_progress) -> Iterator[str]:
         import openai

@@ -79,7 +79,8 @@ def source_data(source) -> dict:
         "label": source.label, "kind": h.kind, "book_id": h.book_id, "book_title": h.book_title,
         "section_path": h.section_path, "page_label": h.page_label, "page": h.page_start,
         "page_end": h.page_end, "figure_number": h.figure_number, "ocr": h.ocr or None,
-        "passage_id": h.passage_id, "score": round(h.score, 6), "text": h.text,
+        "passage_id": h.passage_id, "score": round(h.score, 6),
+        "relevance": None if source.relevance is None else round(source.relevance, 4), "text": h.text,
     }
 
 
@@ -118,7 +119,9 @@ def answer_data(answer) -> dict:
         "status": answer.status,
         "notice": answer.notice,
         "attempts": answer.attempts,
+        "reason": answer.reason,
         "unbacked": answer.unbacked,
+        "judge": answer.judge,
         "citations": answer.citations,
         "found_citations": found_citations(answer),
         "removed_citations": [to_data(r) for r in answer.removed_citations],

@@ -29,15 +29,15 @@ PHASES = {
     "rewrite": "rewriting the question",
     "search": "searching",
     "prompt": "reading the prompt",
+    "judge": "judging passages",
     "write": "writing",
     "claims": "checking each sentence against its passage",
     "verify": "verifying the claims with the model",
-    "retry": "no answer kept: asking again with the top 3 passages",
-    "steps": "the answer only names what to do: asking for the steps, with the top 3 passages",
+    "retry": "no answer kept: asking again with the top relevant passages",
 }
-# Phases whose text replaces what was streamed: a second try (`retry`, `steps`), and `restore`, the
-# first answer shown again when the second was not kept.
-REPLACING = ("retry", "steps", "restore")
+# Phases whose text replaces what was streamed: a second try (`retry`), and `restore`, the first
+# answer shown again when the second was not kept.
+REPLACING = ("retry", "restore")
 WITHDRAWN = "↑ withdrawn: ragcli's checks did not keep the text above"
 
 
@@ -104,6 +104,8 @@ class AnswerStream:
             text = f"reading {total} prompt tokens"
             if done is not None and done < total:
                 text += f" ({done * 100 // total}%)"
+        elif name == "judge" and total:
+            text = f"judging passages {done}/{total}"
         if detail:
             text += f" {detail}"
         if self._text_open:  # text was streamed: end its line before the status shows below it

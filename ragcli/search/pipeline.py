@@ -114,12 +114,13 @@ def check_scope(conn, book_ids: Optional[Sequence[str]]) -> None:
             raise NotFoundError(f"no book with id '{book_id}' (see `ragcli books`)")
 
 
-def no_context(result: SearchResult) -> bool:
-    """Below the calibrated floor: nothing retrieved is about the question."""
+def no_context(result: SearchResult, floor: float = DENSE_FLOOR) -> bool:
+    """Below the calibrated floor (the embedding model's: store/calibration.py): nothing retrieved is
+    about the question."""
     if not result.hits:
         return True
     best_dense = max((h.dense_score for h in result.hits if h.dense_score is not None), default=None)
-    return best_dense is None or best_dense < DENSE_FLOOR
+    return best_dense is None or best_dense < floor
 
 
 def other_language_notice(lang: str, what: str, verb: str) -> str:

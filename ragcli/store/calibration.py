@@ -1,0 +1,65 @@
+"""Calibration as data: the thresholds that read cosines, per embedding model, with how each was measured.
+
+A cosine means different things under different embedding models, so every rule that compares one to a
+fixed figure is calibrated for one model. The bundled model's figures ship here; a corpus may hold its
+own (meta key `calibration:<model>`, JSON, written by `ragcli calibrate` or `store`). With an embedding
+model that has no calibration those rules are off: the relevance judge decides alone, and `ask` says so.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+from ragcli.store.corpus import embedding_model, get_meta, set_meta
+
+
+@dataclass(frozen=True)
+class Calibration:
+    model: str
+    no_context: float  # best passage cosine below this: nothing retrieved is about the question
+    subject: float  # question-without-a-word cosine below this: the word carries the question
+    second_chance: float  # best passage cosine at or above this: a refusal deserves a second try
+    off_question: float  # answer-to-question cosine below this: the answer is about something else
+    measured: dict = field(default_factory=dict, compare=False)  # threshold -> how it was measured
+
+
+BUNDLED = Calibration(
+    model="all-MiniLM-L6-v2", no_context=0.30, subject=0.80, second_chance=0.45, off_question=0.30,
+    measured={
+        "no_context": "bench/no_context_floor.py: the cosine of the best passage for answerable vs off-topic "
+                      "questions over FM 4-25.11 and NFCorpus; 0.30 separates them",
+        "subject": "bench/missing_subject.py: the question's cosine without one word, over FM questions",
+        "second_chance": "best-passage cosine of FM questions the 1.5B refused although their passages answer",
+        "off_question": "the no-context floor, applied to the answer's text",
+    })
+SHIPPED = {BUNDLED.model: BUNDLED}
+KEY = "calibration:"
+
+
+def _short(name: str) -> str:
+    return name.rstrip("/").split("/")[-1]
+
+
+def for_model(conn, name: Optional[str]) -> Optional[Calibration]:
+    """The corpus's own calibration for `name`, else the shipped one, else None."""
+    if not name:
+        return None
+    raw = get_meta(conn, KEY + name) if conn is not None else None
+    if raw:
+        data = json.loads(raw)
+        return Calibration(**data)
+    return SHIPPED.get(_short(name))
+
+
+def for_corpus(conn) -> Optional[Calibration]:
+    recorded = embedding_model(conn)
+    return for_model(conn, recorded[0] if recorded else None)
+
+
+def store(conn, calibration: Calibration) -> None:
+    set_meta(conn, KEY + calibration.model, json.dumps(asdict(calibration)))
+
+
+UNCALIBRATED_NOTICE = ("no calibration for the embedding model {model}: the cosine rules (no-context floor, "
+                       "missing subject, off-question, second chance) are off and the relevance judge decides")
