@@ -241,14 +241,19 @@ class LlamaCppModel:
         llm = self._llm
         self._evals = []
         steps = llm.generate(prompt, temp=0.0, top_k=1, repeat_penalty=1.0)
-        try:  # generate() evaluates what the cache lacks and samples one token: the logits are then set
+        try:  # generate() evaluates what the cache lacks and samples one token
             next(steps)
         except RuntimeError as exc:
             raise ModelError(f"llama.cpp failed while reading the next token: {exc}") from exc
         finally:
             steps.close()
         self._record(len(prompt), 0)
-        logits = np.asarray(llm.scores[len(prompt) - 1], dtype=np.float64)
+        # the logits of the prompt's last token, from the last decode (generate() evaluates at least
+        # that token, even when the whole prompt is in the cache)
+        import llama_cpp
+
+        row = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+        logits = np.ctypeslib.as_array(row, shape=(llm.n_vocab(),)).astype(np.float64)
         probs = np.exp(logits - logits.max())
         probs /= probs.sum()
         out = {}
