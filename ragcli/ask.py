@@ -136,7 +136,8 @@ def _judge_data(run: Run) -> Optional[dict]:
     if j is None:
         return None
     return {"method": j.method, "seconds": round(j.seconds, 4), "notice": j.notice,
-            "relevant_at": relevance.RELEVANT}
+            "none": None if j.none is None else round(j.none, 4), "none_at": relevance.NONE_AT,
+            "keep_share": relevance.KEEP_SHARE}
 
 
 # ------------------------------------------------------------------------------ the model's answer
@@ -152,8 +153,8 @@ def _answer(run: Run) -> Answer:
     laid = prompt.build(run.question, run.sources, model.count_tokens, budget, instruction=first)
     usable = laid.sources
     if opts.judge:
-        run.judged = relevance.judge(model, laid, run.question,
-                                     on_progress=lambda i, n: run.phase("judge", done=i, total=n))
+        run.phase("judge")
+        run.judged = relevance.judge(model, laid, run.question)
         run.timings["judge"] = run.judged.seconds
         for s in run.sources:
             s.relevance = run.judged.scores.get(s.label)

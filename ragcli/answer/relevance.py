@@ -1,15 +1,21 @@
 """The chat model judges which passages answer the question, before it answers.
 
-For each passage of the answer prompt the model is asked "does [S3] answer the question?" and its
-P(yes) is read from the next-token distribution of one forced token (no text is generated). The judge's
-messages are the answer prompt's up to and including the question, then one short line per label: the
-passages are evaluated once (llama.cpp's KV cache, a server's prompt cache) and each verdict costs a few
-tokens; the answer call that follows shares the same prefix.
+One call: the answer prompt up to the question, then "which passage answers the question? reply with
+its number, 0 if none does", and the next-token probability of each number is read (no text is
+generated). It costs a few tokens beyond the passages, which the answer call that follows re-uses from
+the KV cache (llama.cpp in process; a server's prompt cache). The shares of the numbers' mass are the
+passages' relevance, "0" the share for "none of them":
+- none of them answers when "0" holds at least half the mass (the model prefers "none" to all the
+  passages together): the answer is `no_answer` before it is written;
+- otherwise the passages kept are those at least half as likely as the best one.
+Both are the reply's own boundaries, not figures fitted to a question set. Asking "does [S3] answer?"
+of each passage in turn, or of each passage alone, was measured too (bench/bench_judge.py,
+docs/decisions.md): a small model says "yes" to every passage in the first form and "no" in the second,
+so neither separates the passages that answer.
 
-A backend that gives no probabilities (a server without `logprobs`) is asked once for the list of labels
-that answer the question instead, and says so in a notice. A reply that names no label, or that cannot be
-read, leaves every passage unjudged: the answer is then decided by the other checks, never shown as
-verified by a judge that did not run.
+A backend that gives no probabilities (a server without `logprobs`) is asked once for the labels that
+answer, and says so in a notice. A reply that names nothing readable leaves every passage unjudged: the
+other checks then decide, and an answer is never shown as verified by a judge that did not run.
 """
 from __future__ import annotations
 
@@ -20,23 +26,26 @@ from typing import Callable, Optional, Sequence
 
 from ragcli.answer import prompt
 from ragcli.errors import ModelError
-from ragcli.models.chat import YES_NO, NoProbabilities, p_yes
+from ragcli.models.chat import NoProbabilities
 from ragcli.types import Source
 
-# P(yes) / (P(yes) + P(no)) at or above this: the passage answers the question. The two answers' own
-# boundary, not a tuned figure: a passage is relevant when the model prefers "yes" to "no".
-RELEVANT = 0.5
-JUDGE_LINE = ("Does passage [{label}] answer the question above (not just mention its topic)? "
-              "Reply with one word: yes or no.")
+NONE_AT = 0.5  # "none of them" holds at least this share: nothing answers
+KEEP_SHARE = 0.5  # a passage at least this share of the best one's probability is kept
+MIN_MASS = 0.05  # below this mass on the numbers together the reply would be something else: unjudged
+
+PICK_LINE = ("Which passage answers the question above (not just mentions its topic)? Reply with one "
+             "number: {numbers}, or 0 if none of them answers it.")
 LIST_LINE = ("Which passages answer the question above (not just mention its topic)? Reply with their "
              "labels separated by commas, like S1, S3, or the word none.")
 
 
 @dataclass
 class Judged:
-    """The judge's reading of the prompt's passages: label -> P(yes) (None: not judged)."""
+    """The judge's reading of the prompt's passages: label -> share of the reply's probability (None:
+    not judged), `none`: the share for "none of them"."""
 
     scores: dict[str, Optional[float]] = field(default_factory=dict)
+    none: Optional[float] = None
     method: str = "logprobs"  # logprobs | listwise | none
     notice: Optional[str] = None
     seconds: float = 0.0
@@ -46,7 +55,23 @@ class Judged:
         return any(v is not None for v in self.scores.values())
 
     def relevant(self, sources: Sequence[Source]) -> list[Source]:
-        return [s for s in sources if (self.scores.get(s.label) or 0.0) >= RELEVANT]
+        """The passages judged to answer, in the given order (none when "none" wins)."""
+        if not self.ran or (self.none or 0.0) >= NONE_AT:
+            return []
+        best = max((v or 0.0) for v in self.scores.values())
+        return [s for s in sources if best > 0 and (self.scores.get(s.label) or 0.0) >= KEEP_SHARE * best]
+
+
+def numbered(sources: Sequence[Source]) -> list[tuple[int, Source]]:
+    """The number each passage is picked by: [S3] is 3; figures follow the passages ([F1] is m + 1
+    with m passages)."""
+    passages = sorted((s for s in sources if s.label.startswith("S")), key=lambda s: int(s.label[1:]))
+    figures = sorted((s for s in sources if not s.label.startswith("S")), key=lambda s: s.label)
+    return list(enumerate(passages + figures, 1))
+
+
+def pick_line(sources: Sequence[Source]) -> str:
+    return PICK_LINE.format(numbers=", ".join(f"{i} for [{s.label}]" for i, s in numbered(sources)))
 
 
 def judge_messages(answer_messages: list[dict], question: str, line: str) -> list[dict]:
@@ -61,28 +86,32 @@ def judge_messages(answer_messages: list[dict], question: str, line: str) -> lis
 
 def judge(model, answer_prompt: prompt.Prompt, question: str,
           on_progress: Optional[Callable[[int, int], None]] = None) -> Judged:
-    """P(yes) for each passage of `answer_prompt` (figures included), in prompt order."""
+    """The relevance of each passage of `answer_prompt` (at most 9: one digit each)."""
     t = time.perf_counter()
-    sources = answer_prompt.sources
+    sources = list(answer_prompt.sources)[:9]
     out = Judged({s.label: None for s in sources})
     reader = getattr(model, "next_word_probs", None)
     try:
         if reader is None:
             raise NoProbabilities(f"the model {getattr(model, 'name', '?')} gives no token probabilities")
-        for i, s in enumerate(sources, 1):
-            if on_progress:
-                on_progress(i, len(sources))
-            probs = reader(judge_messages(answer_prompt.messages, question, JUDGE_LINE.format(label=s.label)), YES_NO)
-            out.scores[s.label] = p_yes(probs)
-        if not out.ran:
-            out.notice = "the relevance judge's replies were neither yes nor no: passages not judged"
+        if on_progress:
+            on_progress(1, 1)
+        numbers = {str(i): (str(i),) for i in range(len(sources) + 1)}
+        probs = reader(judge_messages(answer_prompt.messages, question, pick_line(sources)), numbers)
+        total = sum(probs.values())
+        if total >= MIN_MASS:
+            out.none = probs["0"] / total
+            out.scores = {s.label: probs[str(i)] / total for i, s in numbered(sources)}
+        else:
+            out.notice = "the relevance judge's reply would not have been a passage number: passages not judged"
+            out.method = "none"
     except NoProbabilities as exc:
         try:
             out = _listwise(model, answer_prompt, question, str(exc))
         except ModelError as failed:
             out.notice = f"{exc}; the listing call failed too ({failed}): passages not judged"
             out.method = "none"
-    except ModelError as exc:  # a passage too long for the context, a server failing: not judged
+    except ModelError as exc:  # a prompt too long for the context, a server failing: not judged
         out.notice = f"the relevance judge could not run ({exc}): passages not judged"
         out.method = "none"
     out.seconds = time.perf_counter() - t
@@ -98,6 +127,7 @@ def _listwise(model, answer_prompt: prompt.Prompt, question: str, why: str) -> J
     named = {f"{m.group(1).upper()}{m.group(2)}" for m in re.finditer(r"\b([SF])\s*(\d+)\b", str(reply), re.I)}
     if named or re.search(r"\bnone\b", str(reply), re.I):
         out.scores = {s.label: (1.0 if s.label in named else 0.0) for s in sources}
+        out.none = 0.0 if named & set(out.scores) else 1.0
     else:
         out.notice = f"{why}; its listing reply named no label: passages not judged"
         out.method = "none"

@@ -16,7 +16,7 @@ class FakeChatModel:
 
     def __init__(self, replies: Union[list[str], Callable[[Messages], str], str] = "",
                  name: str = "fake", context_size: int = 4096, piece_size: int = 3,
-                 relevance: Union[None, float, Callable[[Messages], Optional[float]]] = 1.0):
+                 relevance: Union[None, dict, Callable[[Messages, dict], dict]] = "even"):
         if isinstance(replies, str):
             fixed = replies
             replies = lambda _messages: fixed  # noqa: E731 - the same reply to every call
@@ -27,8 +27,9 @@ class FakeChatModel:
         self.piece_size = piece_size
         self.calls: list[dict] = []
         self.stats: dict = {}
-        # `relevance`: the P(yes) next_word_probs gives (a function of the messages, or one figure for
-        # every call); None: the model gives no probabilities, as a server without logprobs
+        # `relevance`: what next_word_probs gives: {word: probability} for every call, a function
+        # (messages, words) -> that, or "even" (every word but "0" equally likely: the relevance judge
+        # keeps every passage); None: the model gives no probabilities, as a server without logprobs
         self._relevance = relevance
         self.judged: list[list[dict]] = []
 
@@ -65,5 +66,8 @@ class FakeChatModel:
         if self._relevance is None:
             raise NoProbabilities("the fake model gives no token probabilities")
         self.judged.append([dict(m) for m in messages])
-        p = self._relevance(messages) if callable(self._relevance) else self._relevance
-        return {"yes": p, "no": 1.0 - p} if p is not None else {group: 0.0 for group in words}
+        if callable(self._relevance):
+            return self._relevance(messages, words)
+        if isinstance(self._relevance, dict):
+            return {w: float(self._relevance.get(w, 0.0)) for w in words}
+        return {w: (0.0 if w == "0" else 1.0) for w in words}

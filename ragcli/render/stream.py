@@ -29,7 +29,7 @@ PHASES = {
     "rewrite": "rewriting the question",
     "search": "searching",
     "prompt": "reading the prompt",
-    "judge": "judging passages",
+    "judge": "judging which passages answer the question",
     "write": "writing",
     "claims": "checking each sentence against its passage",
     "verify": "verifying the claims with the model",
@@ -104,8 +104,6 @@ class AnswerStream:
             text = f"reading {total} prompt tokens"
             if done is not None and done < total:
                 text += f" ({done * 100 // total}%)"
-        elif name == "judge" and total:
-            text = f"judging passages {done}/{total}"
         if detail:
             text += f" {detail}"
         if self._text_open:  # text was streamed: end its line before the status shows below it

@@ -280,8 +280,8 @@ def source_line(source, found: bool = False) -> str:
     where = f"Figure {h.figure_number}, " if h.kind == "figure" else ""
     mark = "[dim](found by ragcli)[/] " if found else ""
     rel = getattr(source, "relevance", None)
-    if rel is not None:  # the relevance judge's P(yes) that the passage answers the question
-        mark += f"[dim](answers it: {rel:.2f})[/] " if rel >= 0.5 else f"[dim](does not answer it: {rel:.2f})[/] "
+    if rel is not None:  # the relevance judge's share of probability that this passage answers
+        mark += f"[dim](judged {rel:.2f})[/] "
     return (f"[cyan][{source.label}][/] {mark}{_escape(h.book_title)} — {_escape(h.section_str)}, {where}"
             f"p. {h.page_label} (pdf {h.page_start}): {_escape(snippet(h.text, 160))}")
 
