@@ -8,6 +8,7 @@ from typing import Callable, Iterable, Optional
 
 from ragcli.ingest import chunking
 from ragcli.store import corpus as store
+from ragcli.store import files
 from ragcli.store.sql import transaction
 from ragcli.ingest import vocabulary
 from ragcli.errors import InputError, UsageError
@@ -49,7 +50,7 @@ def discover(paths: Iterable[str], skipped: Optional[list[Path]] = None) -> list
         p = Path(raw).expanduser()
         if p.is_dir():
             for f in sorted(f for f in p.rglob("*") if f.is_file()):
-                if _wanted_in_folder(f):
+                if wanted_in_folder(f):
                     found.append(f)
                 elif skipped is not None and not f.name.startswith("."):
                     skipped.append(f)
@@ -58,7 +59,7 @@ def discover(paths: Iterable[str], skipped: Optional[list[Path]] = None) -> list
     return found
 
 
-def _wanted_in_folder(f: Path) -> bool:
+def wanted_in_folder(f: Path) -> bool:
     """In a folder: every PDF, e-book and document (EPUB, MOBI, FB2, XPS, CBZ, DOCX, HTML), and a BEIR
     corpus.jsonl. Text and Markdown files (READMEs, notes, sources of a book) are taken only when
     named on the command line."""
@@ -111,12 +112,16 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
     `warnings`, or with strict=True is refused (InputError, nothing written). `ocr`: auto | always |
     never; `ocr_engine`: a name of ingest.ocr.ENGINES ("" = the default)."""
     t0 = time.perf_counter()
+    seen = _stat(path)  # before the bytes are read: a file written after this is seen as changed
     file_hash = _file_hash(path) if path.is_file() else None  # read once: the parsers reuse it
     same = store.book_by_hash(conn, file_hash) if file_hash else None
     if same and (book_id in (None, same.id)):  # the same bytes are already in: do not even parse
         return _unchanged(path, same, t0)
     parsed = parse_file(path, password, title, progress, file_hash, ocr, ocr_engine)
     t_parse = time.perf_counter()
+    if seen and _stat(path) != seen:
+        raise InputError(f"{path}: changed while it was being read; not ingested (try again when it is "
+                         f"complete)")
     same = store.book_by_hash(conn, parsed.file_hash)
     if same and (book_id in (None, same.id)):
         return _unchanged(path, same, t0)
@@ -139,7 +144,7 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
     term_vecs = embedder.embed([t for t, _, _ in terms]) if terms else []
     t_terms = time.perf_counter()
     _store(conn, embedder, book_id, parsed, (passages, embed_hashes, vectors), (terms, term_vecs),
-           replace=bool(existing))
+           replace=bool(existing), file_row=(str(path.resolve()), *seen) if seen else None)
     t_end = time.perf_counter()
     return IngestResult(
         str(path), "replaced" if existing else "added", book_id, parsed.title, len(parsed.pages),
@@ -178,8 +183,9 @@ def _mark_ocr(passages, parsed: ParsedBook) -> None:
 
 
 def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term_parts, *,
-           replace: bool) -> None:
-    """Write the book in one transaction: all of it or nothing (an error or Ctrl-C rolls back)."""
+           replace: bool, file_row: Optional[tuple[str, int, int]] = None) -> None:
+    """Write the book in one transaction: all of it or nothing (an error or Ctrl-C rolls back).
+    `file_row`: (absolute path, size, mtime in ns) of the file as it was before it was read."""
     passages, embed_hashes, vectors = passage_parts
     terms, term_vecs = term_parts
     labels = {p.number: p.label for p in parsed.pages}
@@ -191,6 +197,19 @@ def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term
         store.insert_passages(conn, book_id, passages, [sha256(p.text) for p in passages],
                               embed_hashes, vectors)
         store.insert_terms(conn, book_id, terms, term_vecs)
+        if file_row:
+            files.record_file(conn, file_row[0], book_id, file_row[1], file_row[2], parsed.file_hash)
+
+
+def _stat(path: Path) -> Optional[tuple[int, int]]:
+    """(size, mtime in ns) of a regular file, None for anything else."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    import stat
+
+    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
 def _file_hash(path: Path) -> str:
