@@ -73,8 +73,8 @@ def test_open_runs_the_viewer_with_the_file_and_the_page(corpus_db, cli, tmp_pat
 
 def test_open_and_show_refuse_clearly(corpus_db, cli):
     assert cli("open", "999999").exit_code == 5
-    s2 = cli("open", "S2")
-    assert s2.exit_code == 2 and "passage id" in s2.stderr and "Traceback" not in s2.output
+    s2 = cli("open", "S2")  # no saved answer in this corpus (2 without conversation tables, 5 with none saved)
+    assert s2.exit_code in (2, 5) and "passage id" in s2.stderr and "Traceback" not in s2.output
     assert cli("show", "nope").exit_code == 2
 
 

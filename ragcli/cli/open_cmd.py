@@ -11,7 +11,8 @@ import typer
 from ragcli.cli.common import DbOpt, JsonOpt, app, console, handle_errors, info, open_db
 
 PassageArg = Annotated[str, typer.Argument(metavar="PASSAGE_ID",
-                                           help="A passage id (search/ask --json: passage_id).")]
+                                           help="A passage id (search/ask --json: passage_id), or a label "
+                                                "of the latest saved answer (S2).")]
 
 
 def _passage(conn, ref: str):
@@ -19,16 +20,41 @@ def _passage(conn, ref: str):
     from ragcli.errors import NotFoundError, UsageError
     from ragcli.store import files
 
-    ref = ref.strip()
-    if not ref.isdigit():
-        if ref[:1].upper() in ("S", "F") and ref[1:].isdigit():
-            raise UsageError(f"'{ref}' names a source of an answer, and answers are not saved by this ragcli; "
-                             f"give the passage id (`ask --json`: sources[].passage_id)")
-        raise UsageError(f"'{ref}' is not a passage id (a whole number; search/ask --json: passage_id)")
+    ref = ref.strip().strip("[]")
+    if ref[:1].upper() in ("S", "F") and ref[1:].isdigit():
+        ref = str(_latest_answer_source(conn, ref.upper()))
+    elif not ref.isdigit():
+        raise UsageError(f"'{ref}' is not a passage id (a whole number; search/ask --json: passage_id) "
+                         f"nor a label of the latest answer (S2)")
     hit = files.passage(conn, int(ref))
     if hit is None:
         raise NotFoundError(f"no passage {ref} in the corpus (it may have been re-read since: search again)")
     return hit
+
+
+def _latest_answer_source(conn, label: str) -> int:
+    """The passage the latest saved answer gave the model under `label` (as it is now: a passage
+    re-read with the same text is followed)."""
+    from ragcli.errors import NotFoundError, UsageError
+    from ragcli.store import files
+
+    if not files.has_table(conn, "conversation_turns"):
+        raise UsageError(f"'{label}' names a source of a saved answer, and this corpus has no saved answers; "
+                         f"give the passage id (`ask --json`: sources[].passage_id)")
+    from ragcli import conversation
+
+    latest = conversation.latest(conn)
+    if latest is None or not latest.turns:
+        raise NotFoundError(f"no saved answer to take {label} from; give a passage id "
+                            f"(`ask --json`: sources[].passage_id)")
+    turn = latest.turns[-1]
+    source = next((s for s in turn.sources if s.label.upper() == label), None)
+    if source is None:
+        given = ", ".join(s.label for s in turn.sources) or "none"
+        raise NotFoundError(f"the latest answer has no source {label} (its sources: {given})")
+    if source.status == "gone" or not source.current_passage_id:
+        raise NotFoundError(f"{label} of the latest answer is no longer in the corpus ({source.reason or 'gone'})")
+    return source.current_passage_id
 
 
 def viewer_command(path: str, page: int, template: str | None = None, platform: str = sys.platform) -> list[str]:

@@ -133,3 +133,7 @@ def neighbours(conn, hit: Hit, before: int = 1, after: int = 1) -> tuple[list[Hi
     nxt = conn.execute(_HIT_SQL + " WHERE p.book_id = ? AND p.kind = 'passage' AND p.ordinal > ?"
                        " ORDER BY p.ordinal LIMIT ?", (hit.book_id, ordinal, after)).fetchall()
     return [_hit(r) for r in reversed(prev)], [_hit(r) for r in nxt]
+
+
+def has_table(conn, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
