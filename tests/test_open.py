@@ -106,3 +106,20 @@ def test_a_book_whose_file_moved_or_is_gone_says_so(cli, tmp_path, embedder, mon
     assert opened.exit_code == 3 and "moved or is gone" in opened.stderr and str(book) in opened.stderr
     shown = cli("show", top["passage_id"])
     assert shown.exit_code == 0 and "moved or is gone" in shown.stdout
+
+
+def test_answer_sources_carry_the_file_and_are_links_on_a_terminal(corpus_db, cli, monkeypatch):
+    monkeypatch.setenv("RAGCLI_MODEL", "")  # the extractive answer: no model, the same source lines
+    res = cli("ask", "what is a craniotomy?", "--json", "--book", "primer")
+    assert res.exit_code == 0, res.output
+    sources = json.loads(res.stdout)["sources"]
+    assert sources and all(s["file"] == str(SAMPLE_BOOK.resolve()) for s in sources)
+    assert all(s["file_url"].endswith(f"#page={s['page']}") and s["file_status"] == "ok" for s in sources)
+    pytest.importorskip("pyte")
+    env = {**os.environ, "RAGCLI_MODEL": ""}
+    screen = terminal.run(["ask", "what is a craniotomy?", "--book", "primer"], columns=120, env=env)
+    assert screen.returncode == 0, screen.screen
+    lines = [line for line in screen.raw.splitlines() if re.search(r"\[[SF]\d+\]", line) and "p. " in line]
+    linked = [line for line in lines if OSC8.search(line)]
+    assert linked and len(linked) == len(lines)  # every source line is a link
+    assert {u for line in linked for u in OSC8.findall(line) if u} <= {s["file_url"] for s in sources}
