@@ -2,7 +2,7 @@
 
 Layers, highest first; a module imports only from lower layers (and from its own package):
 
-    cli/  ->  ask.py, summary.py, evaluate.py  ->  search/, answer/, ingest/  ->  models/, store/
+    cli/  ->  conversation.py  ->  ask.py, summary.py, evaluate.py  ->  search/, answer/, ingest/  ->  models/, store/
           ->  types.py, errors.py, text.py, config.py, language.py
 
 render/ sits beside the pipelines (only cli/ imports it) and imports only types, errors and text.
@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parents[1] / "ragcli"
 
 BASE = {"types", "errors", "text", "config", "language", "system_prompt"}
 PIPELINES = {"ask", "summary", "evaluate"}
+# conversation.py runs a turn over ask.py (a pipeline over a pipeline), so it sits above them
 RANK = {"base": 0, "models": 1, "store": 1, "search": 2, "answer": 2, "ingest": 2, "pipeline": 3,
-        "render": 3, "cli": 4}
+        "render": 3, "conversation": 3.5, "cli": 4}
 RENDER_MAY_IMPORT = {"render", "base"}
 
 # SQL outside store/: module -> who moves it.
