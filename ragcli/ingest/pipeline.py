@@ -8,7 +8,7 @@ from typing import Callable, Iterable, Optional
 
 from ragcli.ingest import chunking
 from ragcli.store import corpus as store
-from ragcli.store import files
+from ragcli.store import files as file_store
 from ragcli.store.sql import transaction
 from ragcli.store.stage import EmbeddingStage
 from ragcli.ingest import vocabulary
@@ -129,13 +129,20 @@ class Prepared:
     texts: list[str]
     terms: list
     seconds: float
+    stat: Optional[tuple[int, int]] = None  # (size, mtime_ns) before the file was read
 
 
 def prepare(path: Path, opts: FileOptions, file_hash: Optional[str],
-            progress: Optional[Progress] = None) -> Prepared:
-    """Parse, chunk and extract the vocabulary of one file: no database, no model (runs in a worker)."""
+            progress: Optional[Progress] = None, seen: Optional[tuple[int, int]] = None) -> Prepared:
+    """Parse, chunk and extract the vocabulary of one file: no database, no model (runs in a worker).
+    `seen`: the file's (size, mtime_ns) before its hash was taken (else taken now). A file whose size
+    or mtime changed while it was read is refused: its hash and its text may not be of the same bytes."""
     t0 = time.perf_counter()
+    seen = seen or _stat(path)
     parsed = parse_file(path, opts.password, opts.title, progress, file_hash, opts.ocr, opts.ocr_engine)
+    if seen and _stat(path) != seen:
+        raise InputError(f"{path}: changed while it was being read; not ingested (try again when it is "
+                         f"complete)")
     if opts.strict and parsed.warnings:
         raise InputError(f"{path}: {parsed.warnings[0]}; not ingested (--strict)")
     passages = chunking.chunk_book(parsed.sections, parsed.figures)
@@ -143,7 +150,7 @@ def prepare(path: Path, opts: FileOptions, file_hash: Optional[str],
     _mark_ocr(passages, parsed)
     texts = [p.embed_text(parsed.title) for p in passages]
     terms = vocabulary.extract_terms(parsed)
-    return Prepared(path, parsed, passages, texts, terms, time.perf_counter() - t0)
+    return Prepared(path, parsed, passages, texts, terms, time.perf_counter() - t0, seen)
 
 
 def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, title: Optional[str] = None,
@@ -160,7 +167,7 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
     same = store.book_by_hash(conn, file_hash) if file_hash else None
     if same and (book_id in (None, same.id)):  # the same bytes are already in: do not even parse
         return _unchanged(path, same, t0)
-    return store_prepared(conn, prepare(path, opts, file_hash, progress), embedder, opts, progress, t0,
+    return store_prepared(conn, prepare(path, opts, file_hash, progress, seen), embedder, opts, progress, t0,
                           on_embedded)
 
 
@@ -170,14 +177,8 @@ def store_prepared(conn, prep: Prepared, embedder, opts: FileOptions, progress: 
     embedding) and write the book in one transaction."""
     t0 = time.perf_counter() - prep.seconds if t0 is None else t0
     t_parse = time.perf_counter()
-<<<<<<< HEAD
-    if seen and _stat(path) != seen:
-        raise InputError(f"{path}: changed while it was being read; not ingested (try again when it is "
-                         f"complete)")
-=======
     parsed, passages, texts, terms = prep.parsed, prep.passages, prep.texts, prep.terms
     path = prep.path
->>>>>>> main
     same = store.book_by_hash(conn, parsed.file_hash)
     if same and (opts.book_id in (None, same.id)):
         return _unchanged(path, same, t0)
@@ -194,13 +195,9 @@ def store_prepared(conn, prep: Prepared, embedder, opts: FileOptions, progress: 
     term_vecs = embedder.embed([t for t, _, _ in terms]) if terms else []
     t_terms = time.perf_counter()
     _store(conn, embedder, book_id, parsed, (passages, embed_hashes, vectors), (terms, term_vecs),
-<<<<<<< HEAD
-           replace=bool(existing), file_row=(str(path.resolve()), *seen) if seen else None)
-=======
-           replace=bool(existing))
+           replace=bool(existing), file_row=(str(path.resolve()), *prep.stat) if prep.stat else None)
     stage.drop(embed_hashes)  # in the corpus now
     stage.close()
->>>>>>> main
     t_end = time.perf_counter()
     return IngestResult(
         str(path), "replaced" if existing else "added", book_id, parsed.title, len(parsed.pages),
@@ -254,7 +251,7 @@ def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term
                               embed_hashes, vectors)
         store.insert_terms(conn, book_id, terms, term_vecs)
         if file_row:
-            files.record_file(conn, file_row[0], book_id, file_row[1], file_row[2], parsed.file_hash)
+            file_store.record_file(conn, file_row[0], book_id, file_row[1], file_row[2], parsed.file_hash)
 
 
 def _stat(path: Path) -> Optional[tuple[int, int]]:
