@@ -267,3 +267,40 @@ class SearchResult:
     expansion: Expansion = field(default_factory=Expansion)
     timings: dict = field(default_factory=dict)  # seconds: expansion, retrieval
     language: Optional[str] = None  # set (and no search run) when the query looks like another language
+
+
+@dataclass
+class Turn:
+    """One question and its answer in a conversation, as saved (issue 25). `sources` are kept as a
+    summary's are (text and hash); `status` is the answer's, `stale` whether a source the answer
+    relied on is gone now (set when read back)."""
+
+    conversation_id: int
+    number: int
+    question: str  # as asked
+    standalone: str  # what retrieval, the prompt and every check ran on
+    rewritten: bool
+    rewrite: dict  # reason, method ("model" | "carried" | ""), seconds
+    answer: str
+    status: str
+    sources: list[SummarySource]
+    model: Optional[dict] = None
+    notice: Optional[str] = None
+    expanded_query: Optional[str] = None
+    claims: list[Claim] = field(default_factory=list)
+    removed_citations: list[RemovedCitation] = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+    created_at: str = ""
+    stale: bool = False
+    stale_sources: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Conversation:
+    id: int
+    title: str  # its first question
+    book_ids: list[str]  # the --book scope it was started with ([]: every book)
+    created_at: str
+    updated_at: str
+    turns: list[Turn] = field(default_factory=list)
+    turn_count: int = 0

@@ -2,7 +2,8 @@
 
 Layers, highest first; a module imports only from lower layers (and from its own package):
 
-    cli/  ->  serve/  ->  ask.py, summary.py, evaluate.py  ->  search/, answer/, ingest/  ->  models/, store/
+    cli/  ->  serve/  ->  conversation.py  ->  ask.py, summary.py, evaluate.py  ->  search/, answer/, ingest/
+          ->  models/, store/
           ->  types.py, errors.py, text.py, config.py, language.py
 
 serve/ (the MCP and HTTP servers) is a front end as cli/ is, under it: cli/ starts it, it calls the
@@ -26,8 +27,9 @@ ROOT = Path(__file__).resolve().parents[1] / "ragcli"
 
 BASE = {"types", "errors", "text", "config", "language", "system_prompt"}
 PIPELINES = {"ask", "summary", "evaluate"}
+# conversation.py runs a turn over ask.py (a pipeline over a pipeline), so it sits above them
 RANK = {"base": 0, "models": 1, "store": 1, "search": 2, "answer": 2, "ingest": 2, "pipeline": 3,
-        "render": 3, "serve": 4, "cli": 5}
+        "render": 3, "conversation": 3.5, "serve": 4, "cli": 5}
 FRONT_ENDS = {"cli", "serve"}  # the only importers of render/
 RENDER_MAY_IMPORT = {"render", "base"}
 

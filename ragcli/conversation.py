@@ -1,0 +1,435 @@
+"""Conversations: a follow-up question turned into a standalone one from the conversation so far.
+
+Only a question that refers back (a pronoun with nothing in the question it could stand for, an
+ellipsis such as "and for a child?", a question opening with "and ..." or "what about ...", one with no
+subject of its own such as "what else?") is rewritten; a question that stands alone comes back
+unchanged, so asking it inside a conversation retrieves exactly what it retrieves outside one.
+
+With a chat model the rewrite is one short call (the conversation's last turns, the follow-up, one
+line back), kept only if it is a question in words that keeps the follow-up's own subject words and
+brings in something from the conversation; otherwise, and without a model, a deterministic rewrite
+carries the subject of the previous standalone question into the follow-up ("and what do I do about
+it?" after "what are the signs of heat stroke?" -> "what do I do about heat stroke?").
+
+Earlier answers are context for the rewrite only: they never become a source of citations (the turn
+is answered from the passages retrieved for its standalone question).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from ragcli.text import QUERY_STOPWORDS, stem
+
+
+@dataclass
+class Standalone:
+    question: str  # what retrieval, the prompt and every check run on
+    rewritten: bool  # False: `question` is the follow-up as asked
+    reason: str  # why it was (or was not) rewritten, e.g. "refers back: 'it'"
+    # how the rewrite was made: "model", "carried" (the deterministic rewrite) or "" (not rewritten)
+    method: str = ""
+    seconds: float = 0.0  # time spent in the model call (0 without one)
+
+
+# Pronouns that stand for something named before, unless the question names it first ("how do I treat
+# a burn if it blisters?": `_antecedent`).
+BACK_PRONOUNS = frozenset("it its itself they them their theirs themselves this that these those he him his "
+                          "himself she her hers herself".split())
+PERSON_PRONOUNS = frozenset("he him his himself she her hers herself".split())
+PLURAL_PRONOUNS = frozenset("they them their theirs themselves".split())
+# Pronouns for a thing: replaced by the subject in the deterministic rewrite; for the others ("he") the
+# subject is added to the question.
+THING_PRONOUNS = frozenset("it itself this that these those them they".split())
+POSSESSIVE_PRONOUNS = frozenset("its their".split())
+# Words that name a person: an antecedent of "he"/"she" ("my friend fell; is he ...").
+PERSON_NOUNS = frozenset("""someone somebody anyone person people casualty casualties victim victims soldier
+soldiers friend friends buddy child children kid kids baby man men woman women patient patients survivor
+survivors neighbour neighbor boy girl husband wife son daughter mother father worker rescuer rescuers
+family member guy""".split())
+DETERMINERS = frozenset("a an the my your our some any each every another one".split())
+# "that" before a clause ("the sign that a casualty is in shock") and "it" before "to" ("is it safe to
+# move him?") stand for nothing earlier.
+_CLAUSE_AFTER_THAT = frozenset("a an the you i we he she they someone somebody his her their my your".split())
+# Openings that continue the previous question: "and what ...?", "what about children?", "also ...".
+CONTINUATION = re.compile(
+    r"^\s*(?:and|or|but|also|so|then|plus|same|what about|how about|what if|why not|and if"
+    r"|what else|anything else|else|instead|otherwise|in that case|if so|if not|for (?:a|an|the)\b"
+    r"|with(?:out)? (?:a|an|the)\b|in (?:a|an|the)\b|after that|before that|afterwards|next)\b",
+    re.IGNORECASE)
+# Words of a question that are about what is asked, not what it is about: a question made only of
+# these ("what are the signs?", "how long should I keep trying?", "why?") has no subject of its own.
+GENERIC = frozenset("""
+what which when where why how who whom whose is are was were be been do does did done doing can could should
+would will shall may might must have has had get gets happen happens happened happening mean means meaning
+sign signs symptom symptoms treat treats treated treating treatment treatments cause causes caused causing
+prevent prevention step steps first next then else also too more other another same instead long often
+much many way ways best right wrong kind kinds type types part parts look looks like use used using
+need needed needs know tell explain describe give giving list again still enough different difference
+important main okay ok good bad worse better thing things something anything stuff case cases
+situation well now go going take taking make making come comes check done keep help handle deal put
+try trying tried tries move moving moved on off leave leaving stop stopping wait waiting continue
+start starts started time times minutes long
+don doesn didn isn aren wasn weren can't won shouldn wouldn couldn haven hasn
+""".split()) | QUERY_STOPWORDS
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*|\d+(?:\.\d+)?")
+# Earlier turns the model sees, and how much of each answer (the rewrite must stay one short call).
+HISTORY_TURNS = 3
+ANSWER_CHARS = 300
+# A subject this short takes the pronoun's place ("cut snakebite"); a longer one, whose words may be
+# verbs and nouns mixed ("shut gas meter"), is added in brackets instead, which reads as a note.
+SUBSTITUTE_WORDS = 2
+
+
+def _words(text: str) -> list[str]:
+    """Lower-cased words, contractions and possessives cut at the apostrophe ("he's" -> "he",
+    "don't" -> "don", "burn's" -> "burn")."""
+    return [w.lower().split("'")[0] for w in _WORD.findall(text) if w.lower().split("'")[0]]
+
+
+def standalone(question: str, history: Sequence[tuple[str, str]], model=None) -> Standalone:
+    """`question` as a question that stands alone, from `history` (earlier (question, answer) pairs,
+    oldest first; pass each turn's standalone question where it is known). Never raises."""
+    question = " ".join(str(question).split())
+    if not history:
+        return Standalone(question, False, "first question of the conversation")
+    why = refers_back(question)
+    if not why:
+        return Standalone(question, False, "stands alone")
+    earlier = _standalone_history(history)
+    if model is not None:
+        import time
+
+        start = time.perf_counter()
+        text = _model_rewrite(model, question, history, earlier)
+        seconds = time.perf_counter() - start
+        if text:
+            return Standalone(text, True, f"refers back: {why}", "model", seconds)
+        carried = carry(question, earlier)
+        if carried != question:
+            return Standalone(carried, True, f"refers back: {why} (the model's rewrite was not kept)",
+                              "carried", seconds)
+        return Standalone(question, False, f"refers back: {why}, but nothing earlier to carry", "", seconds)
+    carried = carry(question, earlier)
+    if carried == question:
+        return Standalone(question, False, f"refers back: {why}, but nothing earlier to carry")
+    return Standalone(carried, True, f"refers back: {why}", "carried")
+
+
+def refers_back(question: str) -> str:
+    """Why `question` needs the conversation to make sense ("'it'", "opens with 'and'", "no subject
+    of its own"), or "" when it stands alone."""
+    words = _words(question)
+    if not words:
+        return ""
+    opening = CONTINUATION.match(question)
+    if opening:
+        return f"opens with '{' '.join(opening.group(0).split()).lower()}'"
+    i = _back_pronoun(words)
+    if i is not None:
+        return f"'{words[i]}'"
+    if not any(_is_subject(w) for w in words):
+        return "no subject of its own"
+    return ""
+
+
+def _back_pronoun(words: Sequence[str]) -> Optional[int]:
+    """The index of the first pronoun that stands for nothing named before it in the question."""
+    for i, w in enumerate(words):
+        if w in BACK_PRONOUNS and not _dummy(w, words[i + 1:]) and not _antecedent(words[:i], w):
+            return i
+    return None
+
+
+def _antecedent(before: Sequence[str], pronoun: str) -> bool:
+    """Does the question name, before `pronoun`, what it may stand for? A person ("a casualty", "my
+    friend") for he/she; a thing with a determiner ("a burn") for it; either, or a plural noun, for
+    they."""
+    person = pronoun in PERSON_PRONOUNS
+    plural = pronoun in PLURAL_PRONOUNS
+    for j, w in enumerate(before):
+        if w in PERSON_NOUNS:
+            if person or plural:
+                return True
+            continue
+        if person:
+            continue
+        if j and before[j - 1] in DETERMINERS and _is_subject(w):
+            return True
+        if plural and w.endswith("s") and len(w) > 3 and _is_subject(w):
+            return True
+    return False
+
+
+def _dummy(word: str, after: Sequence[str]) -> bool:
+    """Is this "it" or "that" one that stands for nothing earlier (see _CLAUSE_AFTER_THAT)?"""
+    if word == "it":
+        return "to" in after[:3] and any(_is_subject(w) for w in after)
+    if word == "that":
+        return bool(after) and after[0] in _CLAUSE_AFTER_THAT
+    return False
+
+
+def _is_subject(word: str) -> bool:
+    return (len(word) > 2 and word not in GENERIC and stem(word) not in GENERIC and not word.isdigit()
+            and word not in BACK_PRONOUNS)
+
+
+def subject(question: str) -> list[str]:
+    """The subject words of a question, in order: its words that are neither question words nor
+    generic ones ("what are the signs of heat stroke?" -> ["heat", "stroke"])."""
+    out: list[str] = []
+    for w in _words(question):
+        if _is_subject(w) and w not in out:
+            out.append(w)
+    return out
+
+
+def carry(question: str, earlier: Sequence[str]) -> str:
+    """The deterministic rewrite: the follow-up with the subject of the latest earlier standalone
+    question that has one put in place of its pronoun for a thing ("what do I do about it?" -> "what
+    do I do about heat stroke?"; up to SUBSTITUTE_WORDS words), or added after it ("what if he is unconscious?" -> "what if he is
+    unconscious (heat stroke)?"). The opening "and"/"also"/... is dropped. `question` back unchanged
+    when no earlier question has a subject."""
+    terms: list[str] = []
+    for q in reversed(earlier):
+        terms = subject(q)
+        if terms:
+            break
+    own = {stem(w) for w in subject(question)}
+    terms = [t for t in terms if stem(t) not in own]
+    if not terms:
+        return question
+    phrase = " ".join(terms)
+    body = re.sub(r"^\s*(?:and|or|but|also|so|then|plus)\b[\s,]*", "", question, flags=re.IGNORECASE).strip()
+    body = body[:1].upper() + body[1:] if body else body
+    tokens = list(_WORD.finditer(body))
+    at = _back_pronoun([t.group(0).lower().split("'")[0] for t in tokens])
+    if at is not None and len(terms) <= SUBSTITUTE_WORDS:
+        token = tokens[at]
+        word = token.group(0).lower()
+        if word in THING_PRONOUNS:
+            return (body[:token.start()] + phrase + body[token.end():]).strip()
+        if word in POSSESSIVE_PRONOUNS:
+            return (body[:token.start()] + "the " + phrase + "'s" + body[token.end():]).strip()
+    stem_q = body.rstrip(" ?.!")
+    end = body[len(stem_q):].strip() or "?"
+    return f"{stem_q} ({phrase}){end}"
+
+
+def _standalone_history(history: Sequence[tuple[str, str]]) -> list[str]:
+    """The earlier questions, each made standalone (deterministically) from the ones before it: the
+    history may hold follow-ups as asked (an OpenAI client sends its messages as typed)."""
+    out: list[str] = []
+    for q, _answer in history:
+        q = " ".join(str(q).split())
+        if out and refers_back(q):
+            q = carry(q, out)
+        out.append(q)
+    return out
+
+
+# One worked example from another field, shown as an earlier turn (as search/rewrite.py does): a small
+# model otherwise answers the question instead of rewriting it.
+_EXAMPLE = (
+    [("my bike squeaks every time I stop, what should I do?",
+      "Clean the rims with rubbing alcohol. Then check the brake pads and replace them if worn.")],
+    "and how often should I do that?",
+    "How often should I clean the bike rims and check the brake pads?",
+)
+
+
+def _task(follow_up: str, turns: Sequence[tuple[str, str]]) -> str:
+    lines = ["TASK: rewrite the last question so that it can be understood without the conversation: "
+             "replace every word that refers back (it, they, he, this, that, ...) by what it refers to, "
+             "and complete a question that leaves out its subject. One line, a question, nothing else "
+             "(no answer).", "Conversation:"]
+    for q, a in turns:
+        a = " ".join(str(a).split())
+        a = a if len(a) <= ANSWER_CHARS else a[:ANSWER_CHARS].rsplit(" ", 1)[0] + " ..."
+        lines += [f"User: {q}", f"Assistant: {_LABEL.sub('', a)}"]
+    lines += [f"Last question: {follow_up}", "Standalone question:"]
+    return "\n".join(lines)
+
+
+_LABEL = re.compile(r"\s*\[[SF]\d+\]")
+
+
+def rewrite_messages(follow_up: str, history: Sequence[tuple[str, str]]) -> list[dict]:
+    """The rewrite call: ask's prefix (the turn's answer then re-uses its KV cache), the worked
+    example, then the task over the last HISTORY_TURNS turns."""
+    from ragcli.system_prompt import ANSWER_PREFIX
+
+    messages = [dict(m) for m in ANSWER_PREFIX]
+    example_turns, example_q, example_out = _EXAMPLE
+    messages += [{"role": "user", "content": _task(example_q, example_turns)},
+                 {"role": "assistant", "content": example_out}]
+    return messages + [{"role": "user", "content": _task(follow_up, list(history)[-HISTORY_TURNS:])}]
+
+
+def _model_rewrite(model, question: str, history: Sequence[tuple[str, str]], earlier: Sequence[str]) -> str:
+    """The model's standalone question, or "" when it failed or is not kept (see `keep`)."""
+    from ragcli.models.chat import OneLine
+
+    turns = [(q, a) for (q, a), _ in zip(history, earlier)]
+    try:
+        text = model.chat(rewrite_messages(question, turns), max_tokens=64, constraint=OneLine(200),
+                          temperature=0.0)
+    except Exception:  # a failed rewrite falls back to the deterministic one; it never fails the turn
+        return ""
+    return keep(str(text), question, earlier)
+
+
+def keep(text: str, question: str, earlier: Sequence[str]) -> str:
+    """The model's rewrite cleaned, or "" when it is not a standalone form of `question`: it must be a
+    short line in words, not copy the task, keep the follow-up's own subject words (a rewrite that
+    drops "unconscious" from "what if he is unconscious?" asks something else), bring in a subject
+    word of the conversation's questions, and itself no longer refer back."""
+    text = " ".join(text.replace("\n", " ").split()).strip(" \"'`")
+    text = re.sub(r"^(standalone question|rewritten question|question)\s*:\s*", "", text, flags=re.I)
+    text = _LABEL.sub("", text).strip()
+    words = [w.lower() for w in _WORD.findall(text)]
+    if len(words) < 3 or len(text) > 200 or text.lower() == question.lower():
+        return ""
+    if "task" in words and "rewrite" in words:
+        return ""
+    stems = {stem(w) for w in words}
+    own = {stem(w.lower()) for w in subject(question)}
+    if own - stems:
+        return ""
+    before = {stem(w.lower()) for q in earlier for w in subject(q)}
+    if before and not (before & stems):
+        return ""
+    if not before and refers_back(text):
+        return ""
+    return text
+
+
+# -- turns: a question of a conversation answered and saved ----------------------------------------
+
+def parse_id(text) -> int:
+    """A conversation id as typed (`--conversation 7`); UsageError for anything but a whole number >= 1."""
+    from ragcli.errors import UsageError
+
+    value = str(text).strip().lstrip("#")
+    if not value.isdigit() or int(value) < 1:
+        raise UsageError(f"'{text}' is no conversation id: ids are numbers, as `ragcli conversations list` shows them")
+    return int(value)
+
+
+def get(conn, conversation_id: int):
+    """A saved conversation with its turns, each checked for staleness; NotFoundError when there is none."""
+    from ragcli.errors import NotFoundError
+    from ragcli.store import conversations as conversation_store
+
+    found = conversation_store.conversation(conn, conversation_id)
+    if found is None:
+        raise NotFoundError(f"no conversation {conversation_id}: `ragcli conversations list` shows them")
+    for t in found.turns:
+        check_sources(conn, t)
+    return found
+
+
+def latest(conn):
+    """The conversation continued last (`ask --continue`), or None when there is none yet."""
+    from ragcli.store import conversations as conversation_store
+
+    cid = conversation_store.latest_id(conn)
+    return None if cid is None else get(conn, cid)
+
+
+def history_of(conversation) -> list[tuple[str, str]]:
+    """(standalone question, answer) of each saved turn, oldest first: what `standalone` takes."""
+    return [] if conversation is None else [(t.standalone, t.answer) for t in conversation.turns]
+
+
+def ask_turn(conn, embedder, question: str, model=None, opts=None, conversation=None, *,
+             on_standalone=None, on_text=None, on_expanded=None, on_phase=None, on_progress=None,
+             reranker=None, history: Optional[Sequence[tuple[str, str]]] = None, save: bool = True):
+    """One turn: the follow-up made standalone from `conversation` (None: a new one), answered by
+    `ask.ask` on the standalone question, then saved as the conversation's next turn (`save`).
+    Returns (Turn, Answer). `on_standalone(Standalone)` runs before retrieval. `history`: the
+    (question, answer) pairs to rewrite from when there is no saved conversation (the bench).
+    Nothing is written before the answer is complete: an error or Ctrl-C leaves the file as it was."""
+    from ragcli import ask as asking
+    from ragcli.store import corpus as store
+    from ragcli.store import conversations as conversation_store
+    from ragcli.types import Turn
+
+    opts = opts or asking.AskOptions()
+    if conversation is not None and not opts.book_ids and conversation.book_ids:
+        opts.book_ids = list(conversation.book_ids)  # a conversation keeps the scope it began with
+    phase = on_phase or (lambda *a, **k: None)
+    earlier = history_of(conversation) if history is None else list(history)
+    if earlier and refers_back(" ".join(question.split())) and model is not None:
+        phase("standalone")
+    made = standalone(question, earlier, model)
+    if on_standalone:
+        on_standalone(made)
+    answer = asking.ask(conn, embedder, made.question, model, opts, on_text=on_text, on_expanded=on_expanded,
+                        on_phase=on_phase, on_progress=on_progress, reranker=reranker)
+    timings = dict(answer.timings)
+    if made.seconds:
+        timings["standalone"] = made.seconds
+    turn = Turn(conversation_id=0 if conversation is None else conversation.id, number=0, question=question,
+                standalone=made.question, rewritten=made.rewritten,
+                rewrite={"reason": made.reason, "method": made.method, "seconds": round(made.seconds, 4)},
+                answer=answer.answer, status=answer.status, sources=saved_sources(answer), model=answer.model,
+                notice=answer.notice, expanded_query=answer.expanded_query, claims=list(answer.claims),
+                removed_citations=list(answer.removed_citations),
+                timings={k: (round(v, 4) if isinstance(v, float) else v) for k, v in timings.items()},
+                created_at=store.now())
+    if save:
+        cid, _number = conversation_store.insert_turn(conn, turn, title=question, book_ids=opts.book_ids or [])
+        if not cid:
+            from ragcli.errors import NotFoundError
+
+            raise NotFoundError(f"conversation {conversation.id} was deleted while this turn was answered: "
+                                f"the turn is not saved")
+    return turn, answer
+
+
+def saved_sources(answer) -> list:
+    """What a turn keeps of each source of its answer (as a summary keeps its own)."""
+    from ragcli.summary import saved_source
+
+    return [saved_source(s, s.label in answer.citations) for s in answer.sources]
+
+
+def check_sources(conn, turn):
+    """Mark each source of a saved turn ok / moved / gone (summary.check_sources' rules), and the turn
+    stale when a source its answer cites is gone (any source, when it cites none)."""
+    from ragcli.store import summaries as source_store
+
+    now = source_store.current_passages(conn, [s.passage_id for s in turn.sources])
+    books = source_store.existing_books(conn, [s.book_id for s in turn.sources])
+    for s in turn.sources:
+        s.status, s.reason, s.current_passage_id = "ok", None, s.passage_id
+        if now.get(s.passage_id) == (s.book_id, s.text_hash):
+            continue
+        moved = source_store.passage_by_book_hash(conn, s.book_id, s.text_hash)
+        if moved is not None:
+            s.status, s.current_passage_id = "moved", moved
+        else:
+            s.status, s.current_passage_id = "gone", None
+            s.reason = "book removed" if s.book_id not in books else "text changed"
+    relied_on = [s for s in turn.sources if s.cited] or turn.sources
+    turn.stale_sources = [s.label for s in relied_on if s.status == "gone"]
+    turn.stale = bool(turn.stale_sources)
+    return turn
+
+
+def conversations(conn) -> list:
+    from ragcli.store import conversations as conversation_store
+
+    return conversation_store.conversations(conn)
+
+
+def delete(conn, conversation_id: int) -> None:
+    """Delete a conversation and its turns; NotFoundError when there is none."""
+    from ragcli.errors import NotFoundError
+    from ragcli.store import conversations as conversation_store
+
+    if not conversation_store.delete_conversation(conn, conversation_id):
+        raise NotFoundError(f"no conversation {conversation_id}: `ragcli conversations list` shows them")
