@@ -80,7 +80,7 @@ def test_chat_completion_keeps_valid_citations_and_carries_the_sources(served):
     assert s1["book_id"] == "primer" and s1["passage_id"] and s1["page_label"] and s1["text"]
     # the Sources block, for clients that show only text, names the same passage
     assert "\nSources:\n[S1] " in text and f"(passage {s1['passage_id']})" in text
-    assert extra["question_asked"] == QUESTION
+    assert extra["question"] == QUESTION and extra["follow_up"]["rewritten"] is False
     assert reply.usage.prompt_tokens > 0
 
 
@@ -111,9 +111,16 @@ def test_follow_up_messages_are_the_conversation(served):
                 {"role": "user", "content": "and what happens to it at the end?"}]
     reply = client(served).chat.completions.create(model="ragcli", messages=messages, extra_body={"book": "primer"})
     extra = reply.model_extra["ragcli"]
-    assert extra["question"] == extra["question_asked"]  # what ask answered is what it reports
-    assert extra["question_asked"].strip()
+    follow_up = extra["follow_up"]
+    assert follow_up["asked"] == "and what happens to it at the end?"
+    assert follow_up["rewritten"] and follow_up["reason"].startswith("refers back")
+    assert "craniotomy" in extra["question"].lower(), extra["question"]  # the answered, standalone question
     assert labels(reply.choices[0].message.content) <= {s["label"] for s in extra["sources"]}
+    # a question that stands alone is answered as asked, whatever came before
+    messages[-1] = {"role": "user", "content": "what is an aneurysm?"}
+    extra = client(served).chat.completions.create(model="ragcli", messages=messages,
+                                                   extra_body={"book": "primer"}).model_extra["ragcli"]
+    assert extra["question"] == "what is an aneurysm?" and not extra["follow_up"]["rewritten"]
 
 
 def test_split_messages_pairs_turns_and_drops_our_sources_block():
@@ -269,7 +276,7 @@ def test_a_client_that_disconnects_stops_its_generation(template_db, tiny_gguf, 
         response = conn.getresponse()
         assert response.status == 200
         seen = b""
-        while b"bone" not in seen:
+        while b'"delta": {"content": "T' not in seen:  # the answer's first text
             seen += response.read1(256)
         conn.sock.close()  # hang up mid-answer
         conn.close()

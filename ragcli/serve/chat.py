@@ -4,7 +4,8 @@ an Answer -> a `chat.completion` (or its stream of `chat.completion.chunk`s).
 The reply's text is the validated answer, its `[S1]` labels kept, then a plain "Sources" block (for
 clients that show only text). The response carries `ragcli`: the answer as `ragcli ask --json` prints
 it (render/data.answer_data: status, notice, citations, claims, sources with book, section, page
-and passage id), with `question_asked` (the standalone question when a follow-up was rewritten).
+and passage id; `question` is the standalone question answered), with `follow_up` (the message as
+sent and whether and why conversation.standalone rewrote it).
 """
 from __future__ import annotations
 
@@ -96,8 +97,11 @@ def reply_text(answer) -> str:
     return body + sources_block(answer)
 
 
-def ragcli_field(answer, asked: str) -> dict:
-    return {**answer_data(answer), "question_asked": asked}
+def ragcli_field(answer, asked: dict) -> dict:
+    """`ragcli ask --json` of the answer, and `follow_up`: the last user message as sent, whether it
+    was rewritten into the standalone question that was answered (`question`), how and why."""
+    return {**answer_data(answer), "follow_up": {"asked": asked.get("asked"), "rewritten": asked["rewritten"],
+                                                 "reason": asked["reason"], "method": asked["method"]}}
 
 
 def usage(answer) -> dict:
@@ -110,7 +114,7 @@ def new_id() -> str:
     return "chatcmpl-" + uuid.uuid4().hex[:24]
 
 
-def completion(answer, asked: str) -> dict:
+def completion(answer, asked: dict) -> dict:
     """A non-streamed `chat.completion`."""
     return {
         "id": new_id(), "object": "chat.completion", "created": int(time.time()), "model": MODEL_ID,

@@ -240,12 +240,6 @@ def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 
 
     admission = Admission(parallel, waiting)
 
-    def follow_up(question: str, history) -> Callable:
-        """prepare(model) for library.ask: the standalone form of a follow-up question."""
-        def prepare(model) -> str:
-            return question
-        return prepare
-
     async def models(request):
         return JSONResponse({"object": "list", "data": [
             {"id": chat.MODEL_ID, "object": "model", "created": 0, "owned_by": "ragcli",
@@ -259,22 +253,26 @@ def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 
         opts = dict(book=field(data, "book", list), k=field(data, "k", int, 10),
                     max_tokens=field(data, "max_completion_tokens", int) or field(data, "max_tokens", int))
         stream = field(data, "stream", bool, False)
-        asked: dict = {"question": question}
+        asked: dict = {"asked": question, "question": question, "rewritten": False, "reason": "", "method": ""}
 
         def prepare(model) -> str:
-            asked["question"] = follow_up(question, history)(model)
-            return asked["question"]
+            """The follow-up made standalone (conversation.standalone, with the leased model)."""
+            from ragcli.conversation import standalone
+
+            made = standalone(question, history, model)
+            asked.update(question=made.question, rewritten=made.rewritten, reason=made.reason, method=made.method)
+            return made.question
 
         ticket, job = admission.admit(), Job()
         if stream:
             def work(put):
                 answer = library.ask(question, job=job, prepare=prepare, on_text=lambda t: put("text", t),
                                      on_phase=lambda name: put("phase", name), **opts)
-                return answer, asked["question"]
+                return answer, asked
             return AnswerEvents(ticket, job, work)
         answer = await run_watched(request, ticket, job, lambda: library.ask(question, job=job, prepare=prepare,
                                                                               **opts))
-        return JSONResponse(chat.completion(answer, asked["question"]))
+        return JSONResponse(chat.completion(answer, asked))
 
     async def ask(request):
         from ragcli.render.data import answer_data
