@@ -96,6 +96,20 @@ def main() -> int:
             rec["pick_none"] = round(probs["0"] / total, 4)
             rec["pick"] = [round(probs[str(i)] / total, 4) for i in range(1, len(laid.sources) + 1)]
             rec["pick_seconds"] = round(time.perf_counter() - t, 2)
+        if "pickcal" in variants:  # the same, divided by the answer to a content-free question (calibration)
+            t = time.perf_counter()
+            words = {str(i): (str(i),) for i in range(0, len(laid.sources) + 1)}
+            probs = model.next_word_probs(relevance.judge_messages(laid.messages, q, PICK_LINE), words)
+            null_msgs = relevance.judge_messages(laid.messages, q, PICK_LINE)
+            null_msgs[-1] = dict(null_msgs[-1], content=null_msgs[-1]["content"].replace(f"Question: {q}", "Question: N/A"))
+            null = model.next_word_probs(null_msgs, words)
+            ratio = {w: probs[w] / max(null[w], 1e-9) for w in words}
+            total = sum(ratio.values()) or 1.0
+            rec["pickcal_raw"] = [round(probs[str(i)], 4) for i in range(len(laid.sources) + 1)]
+            rec["pickcal_null"] = [round(null[str(i)], 4) for i in range(len(laid.sources) + 1)]
+            rec["pickcal_none"] = round(ratio["0"] / total, 4)
+            rec["pickcal"] = [round(ratio[str(i)] / total, 4) for i in range(1, len(laid.sources) + 1)]
+            rec["pickcal_seconds"] = round(time.perf_counter() - t, 2)
         if "isolated" in variants:
             t = time.perf_counter()
             rec["isolated"] = [p_yes(model.next_word_probs(yes_no_messages(q, s.hit.text), YES_NO))
@@ -116,9 +130,9 @@ def main() -> int:
 
         def kept(r):
             scores = [x or 0.0 for x in r[v]]
-            if v == "pick":  # a passage at least as likely as "none" and the best's half
+            if v in ("pick", "pickcal"):  # "none" under half, then the passages at least half the best's
                 best = max(scores)
-                return [x >= max(r["pick_none"], 0.5 * best) and x > 0 for x in scores]
+                return [r[f"{v}_none"] < 0.5 and x >= 0.5 * best and x > 0 for x in scores]
             return [x >= relevance.RELEVANT for x in scores]
 
         pos = [x or 0.0 for r in ans for x, g in zip(r[v], r["gold"]) if g]
