@@ -246,8 +246,9 @@ def main() -> int:
     ap.add_argument("--cache", help="generation cache (bench/gen_cache.py): replies recorded here are "
                     "replayed, others generated and recorded")
     ap.add_argument("--replay", action="store_true", help="with --cache: a call not recorded is an error")
+    ap.add_argument("--judge", action="store_true", help="ask with the relevance judge (ask --judge)")
     ap.add_argument("--without", default="", help="status rules switched off (ablation), comma-separated: "
-                    "missing_subject, off_question, no_context, judge, and refusal.UNBACKED_RULES (amount, amount_of, "
+                    "missing_subject, off_question, no_context, and refusal.UNBACKED_RULES (amount, amount_of, "
                     "which, lacks, none_backed, mostly_contradicted)")
     args = ap.parse_args()
 
@@ -272,7 +273,7 @@ def main() -> int:
         answer_variants.apply(args.variant)
     without = {w for w in args.without.split(",") if w}
     _switch_off(without)
-    opts = ask.AskOptions(max_tokens=args.max_tokens, expand=not args.no_expand, judge="judge" not in without)
+    opts = ask.AskOptions(max_tokens=args.max_tokens, expand=not args.no_expand, judge=args.judge)
     out = open(args.out, "w", encoding="utf-8") if args.out else None
     records = []
     for q in load_questions(args):

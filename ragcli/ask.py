@@ -39,7 +39,10 @@ class AskOptions:
     # `verify` assess an answer that cites nothing too
     evidence: bool = False
     rerank_depth: int = 20  # hits a re-ranker model (ask's `reranker`) re-scores, at least k
-    judge: bool = True  # the model judges each prompt passage's relevance before answering (--no-judge)
+    # the model judges which prompt passages answer before it answers (--judge). Off by default: read
+    # through next-token probabilities, Qwen2.5-Coder 0.5B/1.5B do not separate the passages that
+    # answer from those that do not (docs/benchmarks.md, bench/bench_judge.py)
+    judge: bool = False
 
 
 @dataclass

@@ -117,9 +117,13 @@ def test_phases_name_the_rewrite_and_the_search_apart(conn, embedder):
     ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions(),
             on_phase=lambda name, **info: seen.append((name, len(model.calls))))
     names = [name for name, _ in seen]
-    first = names[:names.index("claims") + 1]
-    assert [n for n in first if n != "judge"] == ["expand", "rewrite", "search", "prompt", "claims"]
-    assert first[4:-1] == ["judge"] * len(model.judged)  # a passage at a time, between prompt and answer
+    assert names[:names.index("claims") + 1] == ["expand", "rewrite", "search", "prompt", "claims"]
+    seen.clear()
+    model = FakeChatModel(["craniotomy bone flap dura opening", "It is a craniotomy [S1]."] + ["[S1]"] * 2)
+    ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions(judge=True),
+            on_phase=lambda name, **info: seen.append((name, len(model.calls))))
+    names = [name for name, _ in seen]
+    assert names[:names.index("claims") + 1] == ["expand", "rewrite", "search", "prompt", "judge", "claims"]
     calls = dict(seen)
     assert calls["rewrite"] == 0 and calls["search"] == 1  # the rewrite runs between the two
     assert calls["prompt"] == 1  # the answer's call comes after

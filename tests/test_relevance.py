@@ -46,7 +46,7 @@ def _sources(conn, embedder):  # noqa: F811
 
 def test_no_passage_judged_relevant_is_no_answer_before_any_answer_is_written(conn, embedder):  # noqa: F811
     model = FakeChatModel([], relevance={"0": 0.6, "1": 0.3, "2": 0.1})  # an answer call would fail the test
-    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False))
+    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False, judge=True))
     assert answer.status == "no_answer" and answer.reason == Reason.NOT_RELEVANT.value
     assert model.calls == [] and len(model.judged) == 1  # one judge call, no answer call
     by_label = {s.label: s.relevance for s in answer.sources}
@@ -75,7 +75,7 @@ def test_the_answer_may_cite_only_the_passages_judged_relevant(conn, embedder): 
     copied1 = next(s for s in sentences(s1) if len(s.split()) >= 8 and s not in others)
     copied2 = next(s for s in sentences(s2) if len(s.split()) >= 8)
     model = FakeChatModel([f"{copied2} [S2]. {copied1} [S1]"], relevance=only_s2)
-    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False))
+    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False, judge=True))
     user = model.calls[0]["messages"][-1]["content"]
     assert "Only [S2] answers the question" in user
     judged_head = model.judged[0][-1]["content"].split("Which passage")[0]
@@ -85,7 +85,7 @@ def test_the_answer_may_cite_only_the_passages_judged_relevant(conn, embedder): 
     assert [s.label for s in answer.sources][0] == "S2"  # the citable first, the rest listed
     # the copy of the passage judged irrelevant alone: no answer, even though every word is the book's
     model = FakeChatModel([f"{copied1} [S1]"] * 2, relevance=only_s2)
-    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False))
+    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False, judge=True))
     assert answer.status == "no_answer" and answer.citations == [] and answer.reason == "no_source"
 
 
@@ -95,13 +95,13 @@ def test_a_backend_without_probabilities_is_judged_by_one_listing_call(conn, emb
 
     copied = next(s for s in sentences(sources[0].hit.text) if len(s.split()) >= 8)
     model = FakeChatModel(["S1", f"{copied} [S1]"], relevance=None)
-    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False))
+    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False, judge=True))
     assert "Which passages answer" in model.calls[0]["messages"][-1]["content"]
     assert answer.judge["method"] == "listwise" and "listing call" in answer.notice
     assert answer.status == "answered" and answer.sources[0].relevance == 1.0
     # a listing reply that names nothing: not judged, the other checks decide, and it says so
     model = FakeChatModel(["I think so.", f"{copied} [S1]"], relevance=None)
-    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False))
+    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False, judge=True))
     assert answer.judge["method"] == "none" and "not judged" in answer.notice
     assert answer.status == "answered" and all(s.relevance is None for s in answer.sources)
 
@@ -112,7 +112,7 @@ def test_a_judge_reply_that_would_be_no_number_judges_nothing(conn, embedder):  
 
     copied = next(s for s in sentences(sources[0].hit.text) if len(s.split()) >= 8)
     model = FakeChatModel([f"{copied} [S1]"], relevance=lambda m, words: {w: 0.0 for w in words})
-    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False))
+    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False, judge=True))
     assert "would not have been a passage number" in answer.notice and answer.status == "answered"
     assert not ask.ask(conn, embedder, QUESTION, FakeChatModel([f"{copied} [S1]"]),
                        ask.AskOptions(expand=False, judge=False)).judge
@@ -141,7 +141,7 @@ def test_the_judge_reads_real_llama_cpp_probabilities_and_shares_the_prompt_pref
     assert second != pytest.approx(first)
 
     forced = Grammar(forced_text_grammar("A craniotomy opens the skull [S1]."))
-    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False, grammar=forced, max_tokens=60))
+    answer = ask.ask(conn, embedder, QUESTION, model, ask.AskOptions(expand=False, grammar=forced, max_tokens=60, judge=True))
     judged = [s for s in answer.sources if s.relevance is not None]
     if answer.judge["method"] == "logprobs":
         assert judged and sum(s.relevance for s in judged) + answer.judge["none"] == pytest.approx(1.0, abs=1e-3)

@@ -32,7 +32,8 @@ def ask(
     evidence: Annotated[bool, typer.Option("--evidence", help="Show each sentence's supporting quote.")] = False,
     verify: Annotated[bool, typer.Option("--verify", help="A second model pass checks each claim.")] = False,
     judge: Annotated[bool, typer.Option("--judge/--no-judge", help="The model first judges which passages "
-                                        "answer the question (with a model).")] = True,
+                                        "answer the question; no passage: no answer (off by default: "
+                                        "small models judge poorly, see docs/benchmarks.md).")] = False,
     model: ModelOpt = None, model_name: ModelNameOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None,
     gpu_layers: GpuOpt = None, seed: SeedOpt = None, temperature: TempOpt = None, max_tokens: MaxTokOpt = None,
     grammar_file: Annotated[Optional[str], typer.Option("--grammar-file", help="GBNF grammar that constrains "
