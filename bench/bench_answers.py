@@ -220,7 +220,7 @@ def load_questions(args) -> list[dict]:
         wanted = set(args.ids.split(","))
         rows = [r for r in rows if r["id"] in wanted]
     if args.every > 1:
-        rows = rows[:: args.every]
+        rows = rows[args.offset:: args.every]
     return rows[: args.limit] if args.limit else rows
 
 
@@ -236,6 +236,7 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=200)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--every", type=int, default=1, help="every n-th question (a spread-out subset)")
+    ap.add_argument("--offset", type=int, default=0, help="with --every: start at this row")
     ap.add_argument("--ids")
     ap.add_argument("--set", choices=("answerable", "unanswerable"))
     ap.add_argument("--variant", help="prompt variant (bench/answer_variants.py) instead of ragcli's own")
