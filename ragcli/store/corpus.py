@@ -38,6 +38,14 @@ def embedding_model(conn) -> Optional[tuple[str, int]]:
     return (name, int(dim)) if name and dim else None
 
 
+def embedding_source(conn) -> Optional[dict]:
+    """Where the corpus's vectors were made ({"backend": "openai-http", "url": ..., "model": ...},
+    {"backend": "llama.cpp", "path": ...}, ...); None for corpora from before it was recorded
+    (the bundled model)."""
+    raw = get_meta(conn, "embedding_source")
+    return json.loads(raw) if raw else None
+
+
 def check_embedding(conn, name: str) -> None:
     """Refuse to mix vectors of two models in one corpus."""
     recorded = embedding_model(conn)
@@ -48,19 +56,26 @@ def check_embedding(conn, name: str) -> None:
         )
 
 
-def ensure_vector_tables(conn, name: str, dim: int) -> None:
-    """Create the vec0 tables for this model's dimension and record the model (inside a transaction)."""
+def ensure_vector_tables(conn, name: str, dim: int, source: Optional[dict] = None) -> None:
+    """Create the vec0 tables for this model's dimension and record the model and where it runs
+    (inside a transaction)."""
     check_embedding(conn, name)
-    if embedding_model(conn) is None:
+    recorded = embedding_model(conn)
+    if recorded is None:
         set_meta(conn, "embedding_model", name)
         set_meta(conn, "embedding_dim", str(dim))
+    elif recorded[1] != dim:
+        raise CorpusError(f"{name} now gives {dim}-dimensional vectors, the corpus holds {recorded[1]}; "
+                          f"re-embed with `ragcli reembed --embed-model ...`")
+    if source:  # the latest place the model was reached (a server can move; the model cannot change)
+        set_meta(conn, "embedding_source", json.dumps(source, sort_keys=True))
     vector_index.create_tables(conn, dim)
 
 
 def drop_vectors(conn) -> None:
     """Every vector and the recorded model (re-embedding; inside a transaction)."""
     vector_index.drop_all(conn)
-    conn.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dim')")
+    conn.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dim', 'embedding_source')")
 
 
 # -- books ---------------------------------------------------------------------------------------
@@ -202,17 +217,23 @@ def document_frequency(conn, word: str) -> int:
                         ('text : "' + word.replace('"', '""') + '"',)).fetchone()[0]
 
 
+# the file a book was read from (absolute, from `files`), else the path saved with the book
+BOOK_FILE = ("COALESCE((SELECT f.path FROM files f WHERE f.book_id = b.id AND f.path = b.path),"
+             " (SELECT MIN(f.path) FROM files f WHERE f.book_id = b.id), b.path)")
+
+
 def fetch_hits(conn, ids: Sequence[int]) -> dict[int, Hit]:
     rows = select_in(conn,
         "SELECT p.id, p.kind, p.book_id, b.title, p.section_path, p.page_start, p.page_end,"
-        " COALESCE(pg.label, CAST(p.page_start AS TEXT)), p.text, p.figure_number, p.text_hash, p.ocr"
+        " COALESCE(pg.label, CAST(p.page_start AS TEXT)), p.text, p.figure_number, p.text_hash, p.ocr,"
+        f" {BOOK_FILE}"
         " FROM passages p JOIN books b ON b.id = p.book_id"
         " LEFT JOIN pages pg ON pg.book_id = p.book_id AND pg.number = p.page_start"
         " WHERE p.id IN {in}", ids)
     return {
         r[0]: Hit(passage_id=r[0], kind=r[1], book_id=r[2], book_title=r[3], section_path=json.loads(r[4]),
                   page_start=r[5], page_end=r[6], page_label=r[7], text=r[8], figure_number=r[9],
-                  text_hash=r[10], ocr=r[11])
+                  text_hash=r[10], ocr=r[11], path=r[12])
         for r in rows
     }
 
