@@ -2,7 +2,7 @@
 
 Each variant replaces `ragcli.answer.prompt.build` (the one place ask's answer prompt is made) for the
 run, so the rest of `ask` (retrieval, streaming citation filter, claim support) is ragcli's own. The
-figures of every variant are in docs/benchmarks-answers.md; the chosen one is ragcli's prompt.
+figures of the variants are in git history (docs/benchmarks-answers.md, removed); the chosen one is ragcli's prompt.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Embedding benchmark: cold start, passages/s and NFCorpus nDCG@10, sentence-transformers vs ONNX.
 
-    python bench/bench_embed.py --nfcorpus ../shared/data/nfcorpus [--doc docs/benchmarks-embed.md]
+    python bench/bench_embed.py --nfcorpus ../shared/data/nfcorpus [--doc REPORT.md]
 
 (a) cold process: `python -c "import sentence_transformers"` vs a process that imports ragcli.models.embed
     and embeds one query (5 runs each);
@@ -186,7 +186,7 @@ def main() -> None:
     ap.add_argument("--passages", type=int, default=800, help="passages for the throughput test")
     ap.add_argument("--runs", type=int, default=5, help="cold-process runs per case")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "ragcli-bench-embed")
-    ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "benchmarks-embed.md")
+    ap.add_argument("--doc", type=Path, help="also write the tables to this Markdown file")
     ap.add_argument("--quality", default="st,onnx,onnx-int8",
                     help="embedders for (c), comma-separated, the first is the reference ('' skips (c))")
     ap.add_argument("--prepare", action="store_true", help="only embed the corpus into --cache (resumable)")

@@ -52,7 +52,7 @@ def plain(mode: str, **kw) -> SearchOptions:
 
 # name -> search options (k, depth and the book scope are set per set). Variants that needed options
 # measured and dropped (score fusion, leg weights, page/section grouping, text PRF, heading queries,
-# terms as a dense query) went with those options; their figures stay in docs/benchmarks-retrieval.md.
+# terms as a dense query) went with those options; their figures are in git history (docs/benchmarks-retrieval.md).
 VARIANTS = {
     "lexical": plain("lexical"),
     "dense": plain("dense"),

@@ -23,7 +23,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fm_expansion_check import first_rank  # noqa: E402  (bench/ is the script's folder)
 from ragcli import evaluate
 from ragcli.store import db
 from ragcli.models import embed
@@ -45,6 +44,14 @@ class _Recording:
     def __getattr__(self, name):
         return getattr(self.model, name)
 
+
+
+def first_rank(q: evaluate.EvalQuery, hits) -> int:
+    """1-based rank of the first hit on one of the question's pages, 0 when none is."""
+    for i, h in enumerate(hits, 1):
+        if h.book_id == q.book and set(range(h.page_start, h.page_end + 1)) & set(q.pages):
+            return i
+    return 0
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -1,4 +1,4 @@
-"""The project's own exceptions, each with its exit code (documented in the README).
+"""The project's own exceptions, each with its exit code (documented in docs/exit-codes.md).
 
 The CLI boundary turns these into a one-line message and the exit code; anything else is a bug and
 raises a traceback only when RAGCLI_DEBUG is set.

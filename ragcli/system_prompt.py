@@ -32,7 +32,7 @@ Rules for every task:
 # refusal sentence among five tasks' rules, Qwen2.5 0.5B/1.5B refused questions their passages
 # answer; with a refusal line here, the 0.5B copied that instead. No refusal sentence is offered:
 # refusals in any words are detected (answer/refusal.py) and unbacked answers become no_answer.
-# Passages come first, then the question, then the task (docs/benchmarks-answers.md).
+# Passages come first, then the question, then the task (docs/decisions.md D41).
 # (Defined here, not in answer/prompt.py, which imports them: the rewrite starts with them too.)
 ANSWER_SYSTEM = """You answer questions from numbered passages of the user's books.
 Write 2 to 4 short sentences that answer the question with what the passages say: the steps to take, \
@@ -41,7 +41,7 @@ End every sentence with the label of the passage it comes from, like [S2]."""
 ANSWER_INSTRUCTION = "Answer in 2 to 4 sentences, each ending with its label."
 # One worked example, shown as an earlier turn, from another field (so its content cannot pass for the
 # book's): without it Qwen2.5-Coder-0.5B wrote "[1]" or no label at all, and every answer lost its
-# citations (docs/benchmarks-answers.md).
+# citations (docs/decisions.md D41).
 ANSWER_EXAMPLE = (
     "Passages:\n\n[S1] Brakes, p. 12\nIf the brakes squeal, clean the rims with rubbing alcohol. Check the "
     "brake pads for wear and replace pads worn to the groove.\n\n[S2] Tyres, p. 20\nPump the tyres to "

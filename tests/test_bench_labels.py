@@ -14,8 +14,8 @@ import labels  # noqa: E402
 QUESTIONS = ROOT / "bench" / "fm4-25-11-answers.jsonl"
 FM60 = ROOT / "bench" / "labels" / "fm60-s7.jsonl"
 RUNS = {
-    "qwen2.5-coder-1.5b": ROOT / "bench" / "answer_runs" / "qwen2.5-coder-1.5b-all60-s7-baseline.jsonl",
-    "qwen2.5-coder-0.5b": ROOT / "bench" / "answer_runs" / "qwen2.5-coder-0.5b-all60-s7-baseline.jsonl",
+    "qwen2.5-coder-1.5b": ROOT / "tests" / "fixtures" / "answer_runs" / "qwen2.5-coder-1.5b-all60-s7-status.jsonl",
+    "qwen2.5-coder-0.5b": ROOT / "tests" / "fixtures" / "answer_runs" / "qwen2.5-coder-0.5b-all60-s7-status.jsonl",
 }
 
 

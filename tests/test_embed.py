@@ -72,7 +72,7 @@ def test_onnx_fp32_equals_sentence_transformers(onnx_embedders, st_embedder, rea
 
 def test_onnx_int8_stays_close_to_sentence_transformers(onnx_embedders, st_embedder, real_texts):
     cos = _cosines(onnx_embedders["onnx-int8"].embed(real_texts), st_embedder.embed(real_texts))
-    assert cos.min() >= 0.98  # int8 weights: close, not equal (retrieval quality: docs/benchmarks-embed.md)
+    assert cos.min() >= 0.98  # int8 weights: close, not equal (retrieval quality: docs/benchmarks.md)
 
 
 @pytest.mark.parametrize("backend", ["onnx", "onnx-int8"])

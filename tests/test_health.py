@@ -161,7 +161,7 @@ def test_an_answer_that_only_repeats_the_question_is_an_echo():
     from ragcli.answer import health
 
     question = "He keeled over in the heat; his skin is burning hot, beet red and bone dry."
-    # the real 0.5B's reply (bench/answer_health_runs, lay-52): the question split into two sentences
+    # a real 0.5B reply: the question split into two sentences
     assert health.repeats_question(
         "He keeled over in the heat [S1]. His skin is burning hot, beet red and bone dry [S1].", question)
     # restating the question, then answering it, is an answer

@@ -1,4 +1,4 @@
-"""README's table of `--json` shapes is what the commands print: list or object, and the same fields.
+"""docs/json.md's table of `--json` shapes is what the commands print: list or object, and the same fields.
 
 Every command of the table runs once on a small corpus (the one-page FAA fixture), no model needed."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ import re
 from conftest import FIXTURE_PDFS, ROOT
 
 
-def readme_shapes() -> dict[str, tuple[str, list[str]]]:
-    """{"summary list": ("object", ["topic", ...]), ...} from the README table."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def json_doc_shapes() -> dict[str, tuple[str, list[str]]]:
+    """{"summary list": ("object", ["topic", ...]), ...} from the table in docs/json.md."""
+    text = (ROOT / "docs" / "json.md").read_text(encoding="utf-8")
     table = text.split("| command | prints | fields (of each item of a list) |", 1)[1].split("\n\n", 1)[0]
     shapes = {}
     for row in table.strip().splitlines()[1:]:
@@ -23,7 +23,7 @@ def readme_shapes() -> dict[str, tuple[str, list[str]]]:
 
 
 def test_readme_json_table_matches_every_command(cli, tmp_path):
-    shapes = readme_shapes()
+    shapes = json_doc_shapes()
     queries = tmp_path / "q.jsonl"
     queries.write_text(json.dumps({"question": "torque wrench", "book": "faa-amt-handbook-sample",
                                    "pages": [1]}) + "\n")
@@ -42,7 +42,7 @@ def test_readme_json_table_matches_every_command(cli, tmp_path):
         "reembed": ["reembed", "--embed-model", "sentence-transformers/all-MiniLM-L6-v2"],
         "books remove": ["books", "remove", "faa-amt-handbook-sample"],
     }
-    assert set(runs) == set(shapes), "a command of the README table is not run here, or the reverse"
+    assert set(runs) == set(shapes), "a command of the docs/json.md table is not run here, or the reverse"
     for name, args in runs.items():
         res = cli(*args, "--json")
         assert res.exit_code == 0, (name, res.stderr)

@@ -1,4 +1,4 @@
-"""Every JSON shape ragcli prints, in one place (README "JSON" documents them). Depends only on
+"""Every JSON shape ragcli prints, in one place (docs/json.md documents them). Depends only on
 `types`; each function takes the core's dataclasses and returns plain dicts and lists."""
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def print_json(data: Any) -> None:
 # -- search, books, ingest, info ------------------------------------------------------------------
 
 def hit_data(hit: Hit) -> dict:
-    """One search hit (README: "search --json")."""
+    """One search hit (docs/json.md: "search --json")."""
     return {
         "rank": hit.rank, "kind": hit.kind, "passage_id": hit.passage_id,
         "book_id": hit.book_id, "book_title": hit.book_title,
@@ -110,7 +110,7 @@ def found_citations(answer) -> list[str]:
 
 
 def answer_data(answer) -> dict:
-    """`ask --json` (README)."""
+    """`ask --json` (docs/json.md)."""
     return {
         "question": answer.question,
         "expanded_query": answer.expanded_query,
@@ -154,7 +154,7 @@ def model_name(summary: Summary):
 
 
 def summary_source_data(source: SummarySource) -> dict:
-    """One saved source of a summary (README: "summary show --json")."""
+    """One saved source of a summary (docs/json.md: "summary show --json")."""
     return {
         "label": source.label, "cited": bool(source.cited), "kind": source.kind,
         "book_id": source.book_id, "book_title": source.book_title,

@@ -10,7 +10,7 @@ A mode names which steps of the pipeline run (search/pipeline.py):
   lexical leg) and deep fusion (`ask --feedback`).
 
 The other fields tune the steps a mode runs; their defaults are the measured ones
-(docs/benchmarks-retrieval.md).
+(docs/decisions.md D25).
 """
 from __future__ import annotations
 

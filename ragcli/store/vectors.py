@@ -3,7 +3,7 @@
 `dense_search` answers nearest-neighbour queries: over the passages, the sign-bit codes are scanned
 with numpy (hamming distance) and the best candidates rescored exactly from float16 copies; other
 tables, and corpora too small to gain from it, use sqlite-vec's exact scan. Figures:
-docs/benchmarks-perf.md. numpy is imported inside the functions: `ragcli books` never loads it.
+docs/benchmarks.md. numpy is imported inside the functions: `ragcli books` never loads it.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ BLOCK_ROWS = 8192  # rows per vector_codes row
 OVERSAMPLE = 10  # candidates rescored exactly per wanted hit ...
 MIN_CANDIDATES = 400  # ... and at least this many
 PREFILTER = 2000  # rows kept by the hamming pass (at least; 1 in 200 of the rows scanned) for the
-                  # float-query-against-bits pass. Recall@10 0.997 at 100k and 1M: docs/benchmarks-perf.md
+                  # float-query-against-bits pass. Recall@10 0.997 at 100k and 1M: docs/benchmarks.md
 EXACT_BELOW = 2000  # fewer rows than this: sqlite-vec's exact scan is as fast
 
 
