@@ -40,6 +40,9 @@ def test_readme_json_table_matches_every_command(cli, tmp_path):
         "summary topics": ["summary", "topics"],
         "eval retrieval": ["eval", "retrieval", "--queries", queries],
         "reembed": ["reembed", "--embed-model", "sentence-transformers/all-MiniLM-L6-v2"],
+        "ask -c": ["ask", "how is a torque wrench used?", "-c"],
+        "conversations show": ["conversations", "show", "1"],
+        "conversations list": ["conversations", "list"],
         "books remove": ["books", "remove", "faa-amt-handbook-sample"],
     }
     assert set(runs) == set(shapes), "a command of the docs/json.md table is not run here, or the reverse"

@@ -498,6 +498,8 @@ def print_answer_sources(console, answer) -> None:
     """`/sources` in chat: the passages the last answer was given, the cited ones first."""
     cited = [s for s in answer.sources if s.label in answer.citations]
     other = [s for s in answer.sources if s.label not in answer.citations]
+    console.print(f"[bold]The last answer's passages[/] [dim]({len(answer.sources)}; `/show S1` prints one)[/]",
+                  highlight=False)
     if cited:
         console.print("[bold]Sources[/]")
         for s in cited:
@@ -512,6 +514,6 @@ def print_passage(console, source) -> None:
     """`/show S2` in chat: the whole passage with where it is."""
     h = source.hit
     where = f"Figure {h.figure_number}, " if h.kind == "figure" else ""
-    console.print(f"[cyan][{source.label}][/] [bold]{_escape(h.book_title)}[/] — {_escape(h.section_str)}, "
+    console.print(f"[bold]Passage {source.label}[/] · {_escape(h.book_title)} — {_escape(h.section_str)}, "
                   f"{where}p. {h.page_label} (pdf {h.page_start})", highlight=False)
     console.print(h.text, markup=False, highlight=False)
