@@ -55,8 +55,10 @@ FeedbackOpt = Annotated[bool, typer.Option("--feedback", help="Pseudo-relevance 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="More detail (search: the scores).")]
 EmbedOpt = Annotated[Optional[str], typer.Option("--embed-model", metavar="NAME", show_default=False,
-                                                 help="Embedding model name or path (default: the one "
-                                                 "recorded in the corpus).")]
+                                                 help="Embedding model: a sentence-transformers name or "
+                                                 "path, a .gguf file, an OpenAI-compatible server URL "
+                                                 "(URL#MODEL), a config profile, or use-multilingual-v3 "
+                                                 "(default: the one recorded in the corpus).")]
 
 
 class _Global:
@@ -154,18 +156,41 @@ def open_db(db: Optional[str], create: bool = True):
 
 
 def embedder_for(conn, name: Optional[str] = None, quiet: bool = False, bulk: bool = False):
-    """The embedder the corpus was built with (or the one asked for), loaded once, with a spinner.
-    bulk=True: the ingest variant (int8 weights for the default model)."""
-    from ragcli.models import embed
+    """The embedder the corpus was built with, from where the corpus says it was made (a server, a
+    GGUF file, the bundled model), or the one asked for; loaded once, with a spinner. A model of
+    another name is refused; one that cannot be reached is a ModelError (never another model).
+    bulk=True: the ingest variant (int8 weights for the bundled model)."""
+    from ragcli.models import embed_factory
     from ragcli.store import corpus as store
 
     recorded = store.embedding_model(conn)
-    name = name or (recorded[0] if recorded else embed.DEFAULT_MODEL)
-    store.check_embedding(conn, name)
+
+    def load():
+        if name:
+            embedder = embed_factory.get(name, bulk=bulk)
+            store.check_embedding(conn, embedder.name)
+            return embedder
+        if recorded:
+            return embed_factory.from_source(recorded[0], store.embedding_source(conn), bulk=bulk)
+        return embed_factory.get(None, bulk=bulk)
+
+    if name and not name.startswith(("http://", "https://")) and not embed_factory.is_profile(name):
+        store.check_embedding(conn, _local_name(name))  # refused before a model loads
     if quiet:
-        return embed.get_embedder(name, bulk=bulk)
-    with status(f"loading embedding model {name}"):
-        return embed.get_embedder(name, bulk=bulk)
+        return load()
+    with status(f"loading embedding model {name or (recorded[0] if recorded else 'all-MiniLM-L6-v2')}"):
+        return load()
+
+
+def _local_name(name: str) -> str:
+    """What a local spec records as its name, before loading it (a refusal should not wait for a load)."""
+    from ragcli.models import embed
+
+    if name == "all-MiniLM-L6-v2":
+        return embed.DEFAULT_MODEL
+    if name.endswith(".gguf"):
+        return Path(name).name
+    return name
 
 
 def _quiet_pipe() -> None:

@@ -1,12 +1,13 @@
 """ingest, books, info, reembed."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ragcli.cli.common import (DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, err, escape, handle_errors,
-                               info, open_db, warn)
+                               info, open_db, status, warn)
 
 
 @app.command()
@@ -26,12 +27,16 @@ def ingest(
                                      "always, never.")] = "auto",
     ocr_engine: Annotated[str, typer.Option("--ocr-engine", help="tesseract (default) or rapidocr "
                                             "(pip install rapidocr-onnxruntime).")] = "tesseract",
+    workers: Annotated[Optional[int], typer.Option("--workers", min=0, show_default=False,
+                                                   help="Processes parsing files while the previous book "
+                                                   "embeds (default: one per core but one, at most 4; "
+                                                   "0: parse in this process).")] = None,
 ) -> None:
     """Add books to the corpus: PDFs (scanned pages OCR'd), e-books, DOCX, HTML, text."""
     from ragcli.ingest import pipeline as core
-    from ragcli.errors import InputError, RagcliError, UsageError
+    from ragcli.errors import InputError, UsageError
     from ragcli.render.data import ingest_data, print_json
-    from ragcli.render.progress import Progress
+    from ragcli.render.progress import RunProgress
     from ragcli.render.terminal import ingest_line
 
     from ragcli.ingest.ocr import ENGINES, MODES
@@ -61,26 +66,39 @@ def ingest(
         raise typer.Exit(InputError.exit_code)
     conn = open_db(db)
     embedder = embedder_for(conn, embed_model, bulk=True)
+    opts = core.FileOptions(book_id, title, password, replace, strict, ocr, ocr_engine)
     results = []
-    for path in files:
-        try:
-            with Progress(path.name, json_out) as progress:
-                result = core.ingest_file(conn, path, embedder, book_id=book_id, title=title,
-                                          password=password, replace=replace, strict=strict,
-                                          progress=progress, ocr=ocr, ocr_engine=ocr_engine)
-        except RagcliError as exc:  # a report for every file, failed ones too (also a single one)
-            result = core.IngestResult(str(path), "failed", error=str(exc), exit_code=exc.exit_code)
-            err(escape(str(exc)))
-        results.append(result)
-        if result.warnings:  # one line per book, naming the pages
-            warn(escape(f"{result.book_id or path.name}: " + "; ".join(result.warnings)))
-        if not json_out and ingest_line(result):
-            info(ingest_line(result))
+    run_progress = RunProgress(json_out)
+    with run_progress as progress_cb:
+        for result in core.ingest_run(conn, files, embedder, opts, workers=_workers(workers, len(files)),
+                                      progress=progress_cb, on_status=run_progress.status):
+            if result.status == "failed":  # a report for every file, failed ones too (also a single one)
+                err(escape(result.error))
+            results.append(result)
+            if result.warnings:  # one line per book, naming the pages
+                warn(escape(f"{result.book_id or Path(result.path).name}: " + "; ".join(result.warnings)))
+            if not json_out and ingest_line(result):
+                info(ingest_line(result))
     if json_out:
         print_json(ingest_data(results))
     failed = [r for r in results if r.status == "failed"]
     if failed:
         raise typer.Exit(failed[0].exit_code)
+
+
+def _workers(asked: Optional[int], files: int) -> int:
+    """Parsing processes: none for one file (its pages and OCR then show progress)."""
+    import os
+
+    if asked is not None:
+        return asked
+    if files < 2:
+        return 0
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores - 1))
 
 
 books_app = typer.Typer(help="List the books in the corpus; `books remove ID` removes one.",
@@ -159,22 +177,27 @@ def _chat_model():
 @app.command()
 @handle_errors
 def reembed(
-    embed_model: Annotated[str, typer.Option("--embed-model", help="The embedding model to use from now on "
-                                             "(sentence-transformers name or path).")],
+    embed_model: Annotated[str, typer.Option("--embed-model", help="The embedding model to use from now on: "
+                                             "a sentence-transformers name or path, a .gguf file, an "
+                                             "OpenAI-compatible server URL (URL#MODEL), a config profile, "
+                                             "or use-multilingual-v3.")],
     db: DbOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Re-embed every passage with another embedding model (one transaction; nothing changes on failure)."""
-    from ragcli.models import embed
+    from ragcli.models import embed_factory
     from ragcli.ingest.reembed import reembed as core
     from ragcli.render.data import print_json
     from ragcli.render.progress import Progress
     from ragcli.render.terminal import reembed_line
 
     conn = open_db(db, create=False)
-    embedder = embed.get_embedder(embed_model, bulk=True)
+    with status(f"loading embedding model {embed_model}"):
+        embedder = embed_factory.get(embed_model, bulk=True)
     with Progress("re-embedding", json_out) as progress:
         report = core(conn, embedder, progress)
+    if report.get("calibration"):
+        warn(escape(report["calibration"]))
     if json_out:
         print_json(report)
     else:

@@ -9,6 +9,7 @@ from typing import Callable, Iterable, Optional
 from ragcli.ingest import chunking
 from ragcli.store import corpus as store
 from ragcli.store.sql import transaction
+from ragcli.store.stage import EmbeddingStage
 from ragcli.ingest import vocabulary
 from ragcli.errors import InputError, UsageError
 from ragcli.text import file_sha256, sha256
@@ -104,50 +105,98 @@ def parse_file(path: Path, password: Optional[str], title: Optional[str],
                      ocr_engine=engine)
 
 
+@dataclass
+class FileOptions:
+    """How to read and store each file of one ingest run."""
+
+    book_id: Optional[str] = None
+    title: Optional[str] = None
+    password: Optional[str] = None
+    replace: bool = False
+    strict: bool = False
+    ocr: str = "auto"
+    ocr_engine: str = ""
+
+
+@dataclass
+class Prepared:
+    """A file read, cut into passages, its vocabulary found: what a parsing worker hands back."""
+
+    path: Path
+    parsed: ParsedBook
+    passages: list
+    texts: list[str]
+    terms: list
+    seconds: float
+
+
+def prepare(path: Path, opts: FileOptions, file_hash: Optional[str],
+            progress: Optional[Progress] = None) -> Prepared:
+    """Parse, chunk and extract the vocabulary of one file: no database, no model (runs in a worker)."""
+    t0 = time.perf_counter()
+    parsed = parse_file(path, opts.password, opts.title, progress, file_hash, opts.ocr, opts.ocr_engine)
+    if opts.strict and parsed.warnings:
+        raise InputError(f"{path}: {parsed.warnings[0]}; not ingested (--strict)")
+    passages = chunking.chunk_book(parsed.sections, parsed.figures)
+    _check_not_empty(path, parsed, passages)
+    _mark_ocr(passages, parsed)
+    texts = [p.embed_text(parsed.title) for p in passages]
+    terms = vocabulary.extract_terms(parsed)
+    return Prepared(path, parsed, passages, texts, terms, time.perf_counter() - t0)
+
+
 def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, title: Optional[str] = None,
                 password: Optional[str] = None, replace: bool = False, strict: bool = False,
-                progress: Optional[Progress] = None, ocr: str = "auto", ocr_engine: str = "") -> IngestResult:
+                progress: Optional[Progress] = None, ocr: str = "auto", ocr_engine: str = "",
+                on_embedded: Optional[Callable[[int], None]] = None) -> IngestResult:
     """Parse, chunk, embed and store one file. A book that lost text while being read goes in with
     `warnings`, or with strict=True is refused (InputError, nothing written). `ocr`: auto | always |
     never; `ocr_engine`: a name of ingest.ocr.ENGINES ("" = the default)."""
+    opts = FileOptions(book_id, title, password, replace, strict, ocr, ocr_engine)
     t0 = time.perf_counter()
     file_hash = _file_hash(path) if path.is_file() else None  # read once: the parsers reuse it
     same = store.book_by_hash(conn, file_hash) if file_hash else None
     if same and (book_id in (None, same.id)):  # the same bytes are already in: do not even parse
         return _unchanged(path, same, t0)
-    parsed = parse_file(path, password, title, progress, file_hash, ocr, ocr_engine)
+    return store_prepared(conn, prepare(path, opts, file_hash, progress), embedder, opts, progress, t0,
+                          on_embedded)
+
+
+def store_prepared(conn, prep: Prepared, embedder, opts: FileOptions, progress: Optional[Progress] = None,
+                   t0: Optional[float] = None, on_embedded: Optional[Callable[[int], None]] = None) -> IngestResult:
+    """Embed what is not stored yet (each batch committed to the stage: an interruption loses no
+    embedding) and write the book in one transaction."""
+    t0 = time.perf_counter() - prep.seconds if t0 is None else t0
     t_parse = time.perf_counter()
+    parsed, passages, texts, terms = prep.parsed, prep.passages, prep.texts, prep.terms
+    path = prep.path
     same = store.book_by_hash(conn, parsed.file_hash)
-    if same and (book_id in (None, same.id)):
+    if same and (opts.book_id in (None, same.id)):
         return _unchanged(path, same, t0)
-    if strict and parsed.warnings:
-        raise InputError(f"{path}: {parsed.warnings[0]}; not ingested (--strict)")
-    book_id = book_id or slug(path.stem, fallback=parsed.file_hash[:12])
+    book_id = opts.book_id or slug(path.stem, fallback=parsed.file_hash[:12])
     existing = store.book_by_id(conn, book_id)
-    if existing and not replace:
+    if existing and not opts.replace:
         raise UsageError(f"book id '{book_id}' already holds a different file ({existing.path}); "
                          f"use --replace to swap it, or --id NEW_ID to add this one beside it")
     store.check_embedding(conn, embedder.name)
-    passages = chunking.chunk_book(parsed.sections, parsed.figures)
-    _check_not_empty(path, parsed, passages)
-    _mark_ocr(passages, parsed)
-    texts = [p.embed_text(parsed.title) for p in passages]
     embed_hashes = [sha256(embedder.name + "\n" + t) for t in texts]
-    vectors, reused = _vectors(conn, embedder, texts, embed_hashes, progress)
+    stage = EmbeddingStage(conn)
+    vectors, reused = embed_staged(conn, embedder, texts, embed_hashes, progress, on_embedded, stage)
     t_embed = time.perf_counter()
-    terms = vocabulary.extract_terms(parsed)
     term_vecs = embedder.embed([t for t, _, _ in terms]) if terms else []
     t_terms = time.perf_counter()
     _store(conn, embedder, book_id, parsed, (passages, embed_hashes, vectors), (terms, term_vecs),
            replace=bool(existing))
+    stage.drop(embed_hashes)  # in the corpus now
+    stage.close()
     t_end = time.perf_counter()
     return IngestResult(
         str(path), "replaced" if existing else "added", book_id, parsed.title, len(parsed.pages),
         len(parsed.sections), len(parsed.figures), sum(p.kind == "passage" for p in passages),
         ocr_pages=sum(bool(p.ocr) for p in parsed.pages),
         embedded=len(passages) - reused, reused=reused, seconds=t_end - t0,
-        timings={"parse": t_parse - t0, "embed": t_embed - t_parse, "vocabulary": t_terms - t_embed,
-                 "store": t_end - t_terms},
+        timings={"parse": prep.seconds, "wait": max(0.0, t_parse - t0 - prep.seconds), "embed": t_embed - t_parse,
+                 "vocabulary": t_terms - t_embed, "store": t_end - t_terms},
         warnings=list(parsed.warnings), unreadable_pages=list(parsed.unreadable_pages),
     )
 
@@ -184,7 +233,7 @@ def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term
     terms, term_vecs = term_parts
     labels = {p.number: p.label for p in parsed.pages}
     with transaction(conn):
-        store.ensure_vector_tables(conn, embedder.name, embedder.dim)
+        store.ensure_vector_tables(conn, embedder.name, embedder.dim, _source(embedder))
         if replace:
             store.delete_book(conn, book_id)
         store.insert_book(conn, book_id, parsed, labels)
@@ -200,22 +249,50 @@ def _file_hash(path: Path) -> str:
         raise InputError(f"{path}: cannot be read ({exc.strerror})") from exc
 
 
-def _vectors(conn, embedder, texts, hashes, progress) -> tuple[list[bytes], int]:
+def _source(embedder) -> dict:
+    from ragcli.models.embed_factory import describe_source
+
+    return describe_source(embedder)
+
+
+EMBED_CHUNK = 256  # texts per staged commit (the embedder batches and parallelises inside)
+
+
+def embed_staged(conn, embedder, texts: list[str], hashes: list[str], progress: Optional[Progress] = None,
+                 on_embedded: Optional[Callable[[int], None]] = None,
+                 stage: Optional[EmbeddingStage] = None) -> tuple[list[bytes], int]:
+    """Vectors for `texts`: ones in the corpus or the stage (store/stage.py) reused, the rest
+    embedded EMBED_CHUNK at a time, each chunk committed to the stage while the next one is being
+    embedded (a helper thread: the embedder waits on a server or on onnxruntime, outside the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    stage = stage or EmbeddingStage(conn)
     known = store.vectors_by_embed_hash(conn, hashes)
-    todo = [i for i, h in enumerate(hashes) if h not in known]
-    out: dict[int, bytes] = {}
-    batch = 64
+    known.update(stage.get(h for h in hashes if h not in known))
+    todo = list(dict.fromkeys(h for h in hashes if h not in known))
+    first = {}
+    for i, h in enumerate(hashes):
+        first.setdefault(h, i)
     total = len(todo)
     if progress:
         progress("embed", 0, total)
-    for start in range(0, total, batch):
-        idx = todo[start : start + batch]
-        vecs = embedder.embed([texts[i] for i in idx])
-        for i, vec in zip(idx, vecs):
-            out[i] = vec.astype("float32").tobytes()
-        if progress:
-            progress("embed", min(start + batch, total), total)
-    return [out[i] if i in out else known[hashes[i]] for i in range(len(texts))], len(texts) - total
+    chunks = [todo[i:i + EMBED_CHUNK] for i in range(0, total, EMBED_CHUNK)]
+    done = 0
+    with ThreadPoolExecutor(1, thread_name_prefix="ragcli-embed-ahead") as ahead:
+        pending = ahead.submit(embedder.embed, [texts[first[h]] for h in chunks[0]]) if chunks else None
+        for n, chunk in enumerate(chunks):
+            vecs = pending.result()
+            if n + 1 < len(chunks):
+                pending = ahead.submit(embedder.embed, [texts[first[h]] for h in chunks[n + 1]])
+            rows = [(h, v.astype("float32").tobytes()) for h, v in zip(chunk, vecs)]
+            stage.put(rows)
+            known.update(rows)
+            done += len(chunk)
+            if progress:
+                progress("embed", done, total)
+            if on_embedded:
+                on_embedded(len(chunk))
+    return [known[h] for h in hashes], len(hashes) - total
 
 
 def remove_book(conn, book_id: str) -> None:
@@ -225,3 +302,151 @@ def remove_book(conn, book_id: str) -> None:
         raise NotFoundError(f"no book with id '{book_id}' (see `ragcli books`)")
     with transaction(conn):
         store.delete_book(conn, book_id)
+
+
+# ---------------------------------------------------------------- a run over many files
+
+
+@dataclass
+class RunStatus:
+    """Where a run over many files is: what the progress display shows."""
+
+    files_total: int
+    bytes_total: int
+    files_done: int = 0
+    bytes_done: int = 0
+    pages: int = 0
+    passages: int = 0  # passages of the books written (reused ones included)
+    embedded: int = 0  # texts embedded in this run
+    current: str = ""
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    @property
+    def rate(self) -> float:
+        """Texts embedded per second over the run so far."""
+        return self.embedded / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def eta(self) -> Optional[float]:
+        """Seconds left, by the bytes of the files done so far (None before the first file)."""
+        if not self.bytes_done or self.bytes_done >= self.bytes_total:
+            return None if not self.bytes_done else 0.0
+        return self.elapsed * (self.bytes_total - self.bytes_done) / self.bytes_done
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _worker_pool(workers: int):
+    """Parsing processes from a fork server: the parent holds model and HTTP threads, which a plain
+    fork would copy in an unknown state."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["ragcli.ingest.pipeline"])
+    return ProcessPoolExecutor(workers, mp_context=ctx)
+
+
+def _prepare_in_worker(path: Path, opts: FileOptions, file_hash: Optional[str]) -> Prepared:
+    return prepare(path, opts, file_hash)
+
+
+def ingest_run(conn, files: list[Path], embedder, opts: FileOptions, *, workers: int = 0,
+               progress: Optional[Progress] = None, on_status: Optional[Callable[[RunStatus], None]] = None
+               ) -> Iterable[IngestResult]:
+    """Ingest many files: with workers > 0, files are parsed in that many processes, up to
+    workers + 1 ahead of the book being embedded and written (memory stays bounded by that window);
+    the embedder and the one SQLite writer stay in this process. Results come in the files' order; a
+    failed file is a `failed` result (its error in `error`), the run goes on; an embedder that fails
+    (ModelError: a server gone) ends the run, what it embedded kept in the stage for the next run. Per-file progress
+    (pages, OCR) is reported only when parsing in process (workers == 0)."""
+    from ragcli.errors import ModelError, RagcliError
+
+    status = RunStatus(len(files), sum(_size(f) for f in files))
+
+    def tell(**changes) -> None:
+        for key, value in changes.items():
+            setattr(status, key, getattr(status, key) + value if isinstance(value, int) else value)
+        if on_status:
+            on_status(status)
+
+    def embedded(n: int) -> None:
+        tell(embedded=n)
+
+    def finish(path: Path, result: IngestResult) -> IngestResult:
+        tell(files_done=1, bytes_done=_size(path), pages=result.pages if result.status != "unchanged" else 0,
+             passages=result.passages if result.status != "unchanged" else 0)
+        return result
+
+    def failed(path: Path, exc: RagcliError) -> IngestResult:
+        return IngestResult(str(path), "failed", error=str(exc), exit_code=exc.exit_code)
+
+    pool = _worker_pool(workers) if workers > 0 and len(files) > 1 else None
+    window: list = []  # (path, t0, hash or error, future)
+    queue = list(files)
+
+    def submit() -> None:
+        while queue and len(window) < workers + 1:
+            path = queue.pop(0)
+            t0 = time.perf_counter()
+            try:
+                file_hash = _file_hash(path) if path.is_file() else None
+            except RagcliError as exc:
+                window.append((path, t0, exc, None))
+                continue
+            same = store.book_by_hash(conn, file_hash) if file_hash else None
+            if same and opts.book_id in (None, same.id):
+                window.append((path, t0, _unchanged(path, same, t0), None))
+                continue
+            window.append((path, t0, file_hash, pool.submit(_prepare_in_worker, path, opts, file_hash)))
+
+    try:
+        if pool is None:
+            for path in files:
+                tell(current=path.name)
+                try:
+                    result = ingest_file(conn, path, embedder, book_id=opts.book_id, title=opts.title,
+                                         password=opts.password, replace=opts.replace, strict=opts.strict,
+                                         progress=progress, ocr=opts.ocr, ocr_engine=opts.ocr_engine,
+                                         on_embedded=embedded)
+                except ModelError:  # the embedder is gone: every file after would fail the same way
+                    raise
+                except RagcliError as exc:
+                    result = failed(path, exc)
+                yield finish(path, result)
+            return
+        submit()
+        while window:
+            path, t0, state, future = window.pop(0)
+            submit()
+            tell(current=path.name)
+            if isinstance(state, IngestResult):
+                yield finish(path, state)
+                continue
+            if isinstance(state, RagcliError):
+                yield finish(path, failed(path, state))
+                continue
+            try:
+                prep = future.result()
+                result = store_prepared(conn, prep, embedder, opts, None, t0, embedded)
+            except ModelError:
+                raise
+            except RagcliError as exc:
+                result = failed(path, exc)
+            yield finish(path, result)
+    finally:
+        if pool is not None:
+            for _, _, _, future in window:
+                if future is not None:
+                    future.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+

@@ -1,40 +1,56 @@
-"""Re-embed the whole corpus with another embedding model, in one transaction.
+"""Re-embed the whole corpus with another embedding model.
 
-Used when a corpus was built with one model and the user wants another: everything is embedded first
-(nothing is written), then the vector tables are swapped and the new model recorded in one transaction.
+Every passage is embedded first, each batch committed to the embedding stage, a file beside the
+corpus (store/stage.py; so an interrupted run
+resumes without embedding again what it had), then the vector tables are swapped and the new model
+(and where it runs) recorded in one transaction: until then the corpus answers with the old model.
 """
 from __future__ import annotations
 
 from typing import Callable, Optional
 
+from ragcli.ingest.pipeline import _source, embed_staged
 from ragcli.store import corpus as store
 from ragcli.store import vectors as vector_index
 from ragcli.store.sql import transaction
+from ragcli.store.stage import EmbeddingStage
 from ragcli.text import sha256
 
 Progress = Callable[[str, int, int], None]
 
 
-def reembed(conn, embedder, progress: Optional[Progress] = None, batch: int = 64) -> dict:
+def calibration_notice(conn, model_name: str) -> Optional[str]:
+    """HOOK for issue 24 (the lead's per-model calibration of the cosine thresholds): what is off
+    until `model_name` is calibrated in this corpus, or None. Until that table exists, None: no
+    calibration is known for any model, and nothing is claimed."""
+    return None
+
+
+def reembed(conn, embedder, progress: Optional[Progress] = None) -> dict:
     import numpy as np
 
     passages = store.embedded_texts(conn)
     terms = store.all_terms(conn)
-    vectors = []
-    for start in range(0, len(passages), batch):
-        vectors.append(embedder.embed([t for _, _, t in passages[start : start + batch]]))
-        if progress:
-            progress("embed", min(start + batch, len(passages)), len(passages))
-    matrix = np.concatenate(vectors) if vectors else np.zeros((0, embedder.dim), dtype=np.float32)
+    texts = [t for _, _, t in passages]
+    hashes = [sha256(embedder.name + "\n" + t) for t in texts]
+    stage = EmbeddingStage(conn)
+    blobs, reused = embed_staged(conn, embedder, texts, hashes, progress, stage=stage)
+    dim = embedder.dim
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim) if blobs \
+        else np.zeros((0, dim), dtype=np.float32)
     term_vecs = embedder.embed([t for _, _, t in terms]) if terms else []
     with transaction(conn):
         store.drop_vectors(conn)
-        store.ensure_vector_tables(conn, embedder.name, embedder.dim)
+        store.ensure_vector_tables(conn, embedder.name, dim, _source(embedder))
         by_book: dict[str, list[int]] = {}
         for i, (_, book_id, _) in enumerate(passages):
             by_book.setdefault(book_id, []).append(i)
         for book_id, idx in by_book.items():
             vector_index.add_vectors(conn, book_id, [passages[i][0] for i in idx], matrix[idx])
-        store.set_embed_hashes(conn, [(sha256(embedder.name + "\n" + text), pid) for pid, _, text in passages])
+        store.set_embed_hashes(conn, [(h, pid) for h, (pid, _, _) in zip(hashes, passages)])
         vector_index.add_term_vectors(conn, [(tid, book_id, v) for (tid, book_id, _), v in zip(terms, term_vecs)])
-    return {"model": embedder.name, "dim": embedder.dim, "passages": len(passages), "terms": len(terms)}
+    stage.clear()  # the vectors are in the corpus now
+    stage.close()
+    return {"model": embedder.name, "dim": dim, "passages": len(passages), "terms": len(terms),
+            "reused": reused, "source": _source(embedder),
+            "calibration": calibration_notice(conn, embedder.name)}

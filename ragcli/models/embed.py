@@ -332,6 +332,7 @@ class MemoEmbedder:
 
     def __init__(self, inner: Embedder, limit: int = 4096):
         self.inner, self.name, self.dim, self.limit = inner, inner.name, inner.dim, limit
+        self.multilingual = getattr(inner, "multilingual", False)
         self._memo: dict[str, np.ndarray] = {}
 
     def embed(self, texts: list[str]) -> np.ndarray:

@@ -70,3 +70,56 @@ class Progress:
         if self.bar:
             self.bar.stop()
         return False
+
+
+def _duration(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def run_line(status) -> str:
+    """One line over a whole ingest run (ingest.pipeline.RunStatus)."""
+    return (f"{status.files_done}/{status.files_total} files, {status.pages:,} pages, "
+            f"{status.passages:,} passages, {status.rate:.0f} passages/s embedded, "
+            f"ETA {_duration(status.eta)}")
+
+
+class RunProgress(Progress):
+    """Progress over a whole ingest run: one line for the run (files, pages, passages, passages/s,
+    ETA by file size) above the current file's phases on a terminal; elsewhere the run line at most
+    every PLAIN_EVERY seconds (and OCR lines as Progress prints them)."""
+
+    def __init__(self, json_out: bool, env: Optional[Environment] = None,
+                 clock: Callable[[], float] = time.monotonic):
+        super().__init__("", json_out, env, clock)
+        self._run_task = None
+        self._last_run_line: Optional[float] = None
+        self._file = ""
+
+    def status(self, status) -> None:
+        self.name = status.current
+        if not self.plain and self.bar is None:
+            return
+        if self.plain:
+            now = self.clock()
+            if self._last_run_line is None:
+                self._last_run_line = now
+            if status.files_done == status.files_total or now - self._last_run_line >= PLAIN_EVERY:
+                self._last_run_line = now
+                if status.files_total > 1:
+                    self.env.stderr.write(f"ingest: {run_line(status)}\n")
+                    self.env.stderr.flush()
+            return
+        if self.bar is None:
+            return
+        if self._run_task is None:
+            self._run_task = self.bar.add_task("", total=status.files_total)
+        if status.current != self._file:  # a new file: its phases start afresh
+            for task in self.tasks.values():
+                self.bar.remove_task(task)
+            self.tasks, self._file = {}, status.current
+        self.bar.update(self._run_task, completed=status.files_done, description=run_line(status))

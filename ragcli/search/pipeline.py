@@ -42,7 +42,8 @@ def search(conn, embedder, query: str, opts: Optional[SearchOptions] = None, *, 
     opts = opts or SearchOptions()
     phase = on_phase or (lambda name: None)
     check_scope(conn, opts.book_ids)
-    if opts.check_language:
+    if opts.check_language and not getattr(embedder, "multilingual", False):  # a multilingual
+        # embedder matches a question to passages across languages: nothing to warn about
         other = language.other_language(query, lambda w: store.term_in_corpus(conn, w))
         if other:
             return SearchResult(query, opts.mode, [], language=other)

@@ -38,6 +38,14 @@ def embedding_model(conn) -> Optional[tuple[str, int]]:
     return (name, int(dim)) if name and dim else None
 
 
+def embedding_source(conn) -> Optional[dict]:
+    """Where the corpus's vectors were made ({"backend": "openai-http", "url": ..., "model": ...},
+    {"backend": "llama.cpp", "path": ...}, ...); None for corpora from before it was recorded
+    (the bundled model)."""
+    raw = get_meta(conn, "embedding_source")
+    return json.loads(raw) if raw else None
+
+
 def check_embedding(conn, name: str) -> None:
     """Refuse to mix vectors of two models in one corpus."""
     recorded = embedding_model(conn)
@@ -48,19 +56,26 @@ def check_embedding(conn, name: str) -> None:
         )
 
 
-def ensure_vector_tables(conn, name: str, dim: int) -> None:
-    """Create the vec0 tables for this model's dimension and record the model (inside a transaction)."""
+def ensure_vector_tables(conn, name: str, dim: int, source: Optional[dict] = None) -> None:
+    """Create the vec0 tables for this model's dimension and record the model and where it runs
+    (inside a transaction)."""
     check_embedding(conn, name)
-    if embedding_model(conn) is None:
+    recorded = embedding_model(conn)
+    if recorded is None:
         set_meta(conn, "embedding_model", name)
         set_meta(conn, "embedding_dim", str(dim))
+    elif recorded[1] != dim:
+        raise CorpusError(f"{name} now gives {dim}-dimensional vectors, the corpus holds {recorded[1]}; "
+                          f"re-embed with `ragcli reembed --embed-model ...`")
+    if source:  # the latest place the model was reached (a server can move; the model cannot change)
+        set_meta(conn, "embedding_source", json.dumps(source, sort_keys=True))
     vector_index.create_tables(conn, dim)
 
 
 def drop_vectors(conn) -> None:
     """Every vector and the recorded model (re-embedding; inside a transaction)."""
     vector_index.drop_all(conn)
-    conn.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dim')")
+    conn.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dim', 'embedding_source')")
 
 
 # -- books ---------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ def describe(conn) -> dict:
         "ragcli_schema_version": dbmod.schema_version(),
         "embedding_model": model[0] if model else None,
         "embedding_dim": model[1] if model else None,
+        "embedding_source": store.embedding_source(conn),
         "contents": store.counts(conn),
         "books_with_warnings": [b.id for b in store.list_books(conn) if b.warnings],
         "versions": {

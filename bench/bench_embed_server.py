@@ -1,0 +1,137 @@
+"""Ingest through an embedding server vs the server's bare embedding time for the same texts.
+
+    nice -n 10 python bench/bench_embed_server.py --corpus /work/shared/data/nfcorpus/corpus.jsonl \
+        [--docs 800] [--rounds 2] [--threads 2]
+
+The server is llama-cpp-python's (`python -m llama_cpp.server --embedding true`) on loopback, serving
+an embedding GGUF written by tests/tinyembed.py at all-MiniLM-L6-v2's size (384 wide, 6 layers, FFN
+1536; random weights: the cost of running it is a MiniLM's, the vectors mean nothing). The first
+--docs records of the corpus go into one corpus.jsonl.
+
+Per round, interleaved so machine noise hits both alike:
+  bare    the texts ragcli embeds for those records (passages as chunked, then the book's vocabulary
+          terms), POSTed to /v1/embeddings with ragcli's batch size and number of requests in flight
+          by a plain httpx loop: the engine's time;
+  ragcli  `python -m ragcli ingest corpus.jsonl --embed-model URL` into a new corpus, wall time of
+          the whole process (start-up, parsing, chunking, embedding, FTS and vector writes).
+Prints the ratio ragcli / bare (the bar: <= 1.1).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+BATCH, PARALLEL = 64, 4  # ragcli's defaults (models/embed_http.py)
+
+
+def start_server(model: Path, threads: int, log: Path) -> tuple[subprocess.Popen, str]:
+    from conftest_http import _wait_ready, free_port
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+           "--port", str(port), "--embedding", "true", "--n_ctx", "2048", "--n_batch", "2048",
+           "--n_ubatch", "2048", "--n_threads", str(threads), "--model_alias", "minilm-size"]
+    proc = subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    _wait_ready(url, proc, log)
+    return proc, url
+
+
+def texts_of(corpus: Path) -> tuple[list[str], list[str]]:
+    """The passage texts and vocabulary terms ragcli embeds for this file (same code path)."""
+    from ragcli.ingest.pipeline import FileOptions, prepare
+
+    prep = prepare(corpus, FileOptions(), None)
+    return prep.texts, [t for t, _, _ in prep.terms]
+
+
+def bare(url: str, texts: list[str]) -> float:
+    from ragcli.models.openai_http import http_library
+
+    client = http_library().Client(timeout=600)
+    batches = [texts[i:i + BATCH] for i in range(0, len(texts), BATCH)]
+
+    def post(batch):
+        r = client.post(url + "/embeddings", json={"model": "minilm-size", "input": batch})
+        r.raise_for_status()
+        return len(r.json()["data"])
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        assert sum(pool.map(post, batches)) == len(texts)
+    took = time.perf_counter() - t0
+    client.close()
+    return took
+
+
+def ragcli_ingest(url: str, corpus: Path, work: Path, n: int) -> float:
+    db = work / f"run{n}.db"
+    env = {**os.environ, "RAGCLI_DB": str(db), "PYTHONPATH": str(ROOT)}
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "ragcli", "ingest", str(corpus), "--embed-model", url, "--json"],
+                          env=env, capture_output=True, text=True)
+    took = time.perf_counter() - t0
+    if done.returncode:
+        raise SystemExit(done.stderr)
+    return took
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", type=Path, required=True)
+    ap.add_argument("--docs", type=int, default=800)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    from tinyembed import write_embed_gguf
+
+    work = Path(tempfile.mkdtemp(prefix="bench-embed-server-"))
+    model = write_embed_gguf(work / "minilm-size.gguf", n_embd=384, n_layer=6, n_ff=1536, n_head=12, n_head_kv=12)
+    corpus = work / "corpus.jsonl"
+    with open(args.corpus, encoding="utf-8") as src, open(corpus, "w", encoding="utf-8") as out:
+        for i, line in enumerate(src):
+            if i >= args.docs:
+                break
+            out.write(line)
+    passages, terms = texts_of(corpus)
+    proc, url = start_server(model, args.threads, work / "server.log")
+    try:
+        bare(url, passages[:BATCH])  # warm-up
+        rows = []
+        for n in range(args.rounds):
+            b_pass = bare(url, passages)
+            b_all = b_pass + bare(url, terms)
+            r = ragcli_ingest(url, corpus, work, n)
+            rows.append((b_pass, b_all, r))
+            print(f"round {n + 1}: bare passages {b_pass:.1f} s, bare passages+terms {b_all:.1f} s, "
+                  f"ragcli ingest {r:.1f} s", file=sys.stderr, flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    b_pass = statistics.median(r[0] for r in rows)
+    b_all = statistics.median(r[1] for r in rows)
+    rag = statistics.median(r[2] for r in rows)
+    print(f"\n{args.docs} NFCorpus records -> {len(passages)} passages + {len(terms)} vocabulary terms; "
+          f"server threads {args.threads}, batch {BATCH}, {PARALLEL} in flight, median of {args.rounds} rounds\n")
+    print("| measure | seconds | passages/s |")
+    print("|---|---:|---:|")
+    print(f"| bare server, passages only | {b_pass:.1f} | {len(passages) / b_pass:.0f} |")
+    print(f"| bare server, passages + terms (every text ragcli embeds) | {b_all:.1f} | {len(passages) / b_all:.0f} |")
+    print(f"| ragcli ingest (whole process) | {rag:.1f} | {len(passages) / rag:.0f} |")
+    print(f"\nratio ragcli / bare (same texts: passages + terms): **{rag / b_all:.2f}x**; "
+          f"vs passages only: {rag / b_pass:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""A synthetic library of N passages ingested from JSONL in one run: time, peak memory, disk; and the
+vector scan at 10M on synthetic codes.
+
+    nice -n 10 python bench/bench_library_1m.py ingest --out /tmp/lib1m --books 1000 --per-book 1000 [--workers 1]
+    nice -n 10 python bench/bench_library_1m.py scan --out /tmp/codes10m.db --rows 10000000 [--queries 5]
+
+ingest: writes --books BEIR-style JSONL files of --per-book records each (60 words a record from a
+Zipf vocabulary, one passage a record), then runs `ingest.pipeline.ingest_run` over the folder in a
+child process exactly as `ragcli ingest` does (parsing workers, stage commits, one writer), with a
+synthetic embedder: 384-d unit vectors drawn from a seeded generator, so the bar measures ragcli and
+the store, not a model (a model's cost is per passage and measured by bench_embed_server.py).
+Reported: wall time, passages/s at each tenth of the run (is it linear?), peak RSS of the ingest
+process and of its largest parsing worker (ru_maxrss, exact), disk per passage by table, and the
+search latency on the result (dense, lexical).
+
+scan: a corpus file holding only sign-bit code blocks for --rows synthetic 384-d vectors (8,192 rows
+a block, as ragcli writes them), then the first two passes of the dense search over all of them
+(hamming over every code, float query against the best PREFILTER rows' bits): the part of a vector
+search that grows with the library. The third pass (exact rescoring of 400 candidates from float16
+copies) reads a fixed number of rows and is measured at 1M by `ingest`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DIM = 384
+
+
+class SyntheticEmbedder:
+    """Unit vectors from a seeded generator: what a model returns, at no model's cost."""
+
+    name, dim, multilingual = "synthetic-384", DIM, False
+    source = {"backend": "synthetic"}
+
+    def __init__(self):
+        self._rng = np.random.default_rng(7)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        v = self._rng.standard_normal((len(texts), DIM)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def make_library(folder: Path, books: int, per_book: int) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    vocab = np.array([f"w{i}" for i in range(20000)])
+    weights = 1.0 / np.arange(1, len(vocab) + 1)
+    weights /= weights.sum()
+    files = []
+    for b in range(books):
+        path = folder / f"book-{b:05d}.jsonl"
+        files.append(path)
+        if path.exists():
+            continue
+        words = vocab[rng.choice(len(vocab), size=(per_book, 60), p=weights)]
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for d in range(per_book):
+                fh.write(json.dumps({"_id": f"b{b}d{d}", "title": f"Record {d} of book {b}",
+                                     "text": " ".join(words[d]) + "."}) + "\n")
+        tmp.rename(path)
+    return files
+
+
+def child(folder: Path, db_path: Path, workers: int) -> dict:
+    from ragcli.ingest.pipeline import FileOptions, ingest_run
+    from ragcli.store import db
+
+    files = sorted(folder.glob("*.jsonl"))
+    conn = db.connect(db_path)
+    marks, total, t0 = [], 0, time.perf_counter()
+    every = max(1, len(files) // 10)
+    failed = 0
+    for n, result in enumerate(ingest_run(conn, files, SyntheticEmbedder(), FileOptions(), workers=workers), 1):
+        total += result.passages
+        failed += result.status == "failed"
+        if n % every == 0 or n == len(files):
+            marks.append((n, total, time.perf_counter() - t0))
+            print(f"  {n}/{len(files)} files, {total:,} passages, {time.perf_counter() - t0:.0f} s, "
+                  f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB",
+                  file=sys.stderr, flush=True)
+    wall = time.perf_counter() - t0
+    peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    sizes = dict(conn.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall()) \
+        if _has_dbstat(conn) else {}
+    return {"files": len(files), "failed": failed, "passages": total, "wall": wall, "marks": marks,
+            "peak_rss_mb": peak_self, "peak_worker_rss_mb": peak_child, "disk": db_path.stat().st_size,
+            "tables": sizes, "search": search_latency(conn)}
+
+
+def _has_dbstat(conn) -> bool:
+    try:
+        conn.execute("SELECT 1 FROM dbstat LIMIT 1").fetchall()
+        return True
+    except Exception:
+        return False
+
+
+def search_latency(conn, queries: int = 10) -> dict:
+    from ragcli.store import corpus as store
+    from ragcli.store import vectors
+
+    rng = np.random.default_rng(11)
+    dense, lexical = [], []
+    for i in range(queries):
+        q = rng.standard_normal(DIM).astype(np.float32)
+        t0 = time.perf_counter()
+        vectors.dense_search(conn, q, 10)
+        dense.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        store.lexical_search(conn, f"w{3 + i} w{40 + i}", 10)
+        lexical.append(time.perf_counter() - t0)
+    return {"dense_ms_median": 1000 * statistics.median(dense), "lexical_ms_median": 1000 * statistics.median(lexical)}
+
+
+def ingest(args) -> None:
+    t0 = time.perf_counter()
+    folder = args.out / "jsonl"
+    make_library(folder, args.books, args.per_book)
+    print(f"library: {args.books} JSONL files x {args.per_book} records ({time.perf_counter() - t0:.0f} s to write)",
+          file=sys.stderr, flush=True)
+    db_path = args.out / "library.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(db_path) + suffix).unlink(missing_ok=True)
+    done = subprocess.run([sys.executable, __file__, "child", "--out", str(args.out), "--workers", str(args.workers)],
+                          stdout=subprocess.PIPE, text=True)
+    if done.returncode:
+        raise SystemExit(done.returncode)
+    r = json.loads(done.stdout)
+    n = r["passages"]
+    print(f"\n{r['files']} files ({r['failed']} failed), {n:,} passages, workers {args.workers}\n")
+    print("| measure | value |")
+    print("|---|---:|")
+    print(f"| wall time | {r['wall']:.0f} s ({1000 * r['wall'] / n:.2f} ms/passage, {n / r['wall']:.0f} passages/s) |")
+    print(f"| peak RSS, ingest process | {r['peak_rss_mb']:.0f} MB |")
+    print(f"| peak RSS, largest parsing worker | {r['peak_worker_rss_mb']:.0f} MB |")
+    print(f"| corpus file | {r['disk'] / 2**30:.2f} GiB ({r['disk'] / n:.0f} bytes/passage) |")
+    print(f"| dense search (median of 10) | {r['search']['dense_ms_median']:.0f} ms |")
+    print(f"| lexical search (median of 10) | {r['search']['lexical_ms_median']:.0f} ms |")
+    print("\nthroughput by tenth of the run (files, passages, seconds, passages/s in that tenth):")
+    prev = (0, 0, 0.0)
+    for mark in r["marks"]:
+        rate = (mark[1] - prev[1]) / max(mark[2] - prev[2], 1e-9)
+        print(f"  {mark[0]} files, {mark[1]:,} passages, {mark[2]:.0f} s, {rate:.0f}/s")
+        prev = mark
+    if r["tables"]:
+        print("\nbytes per passage by table (largest):")
+        for name, size in sorted(r["tables"].items(), key=lambda kv: -kv[1])[:10]:
+            print(f"  {name}: {size / n:.0f}")
+
+
+def scan(args) -> None:
+    from ragcli.store import db
+    from ragcli.store import vectors
+
+    path = args.out
+    if not path.exists():
+        conn = db.connect(path)
+        rng = np.random.default_rng(3)
+        t0 = time.perf_counter()
+        with conn:
+            for start in range(0, args.rows, vectors.BLOCK_ROWS):
+                n = min(vectors.BLOCK_ROWS, args.rows - start)
+                codes = rng.integers(0, 256, size=(n, DIM // 8), dtype=np.uint8)
+                ids = np.arange(start + 1, start + n + 1, dtype="<i8")
+                conn.execute("INSERT INTO vector_codes(tab, book_id, n, rowids, codes) VALUES (?,?,?,?,?)",
+                             ("passage_vec", f"book{start // 1_000_000}", n, ids.tobytes(), codes.tobytes()))
+        print(f"wrote {args.rows:,} codes in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        conn.close()
+    conn = db.connect(path)
+    rng = np.random.default_rng(5)
+    timings = []
+    for _ in range(args.queries):
+        q = rng.standard_normal(DIM).astype(np.float32)
+        q /= np.linalg.norm(q)
+        t0 = time.perf_counter()
+        cs = vectors.CodeScan(conn, vectors.sign_codes(q[None, :])[0], "passage_vec", None)
+        t1 = time.perf_counter()
+        want = vectors.MIN_CANDIDATES
+        pre = vectors._smallest(cs.dists, max(vectors.PREFILTER, len(cs.ids) // 200, want))
+        signs = np.unpackbits(cs.codes(pre), axis=1, bitorder="little", count=DIM).astype(np.float32)
+        vectors._smallest(-np.einsum("ij,j->i", signs, q), want)
+        t2 = time.perf_counter()
+        timings.append((t1 - t0, t2 - t1))
+        del cs
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    h = statistics.median(t[0] for t in timings)
+    f = statistics.median(t[1] for t in timings)
+    print(f"\n{args.rows:,} synthetic sign-bit codes, {path.stat().st_size / 2**30:.2f} GiB file, "
+          f"median of {args.queries} queries\n")
+    print("| pass | ms |")
+    print("|---|---:|")
+    print(f"| read blocks + hamming over every code | {1000 * h:.0f} |")
+    print(f"| float query vs the bits of the best max(2000, n/200) | {1000 * f:.0f} |")
+    print(f"| total scan | {1000 * (h + f):.0f} |")
+    print(f"\npeak RSS of the scanning process: {rss:.0f} MB")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["ingest", "child", "scan"])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--books", type=int, default=1000)
+    ap.add_argument("--per-book", type=int, default=1000)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--queries", type=int, default=5)
+    args = ap.parse_args()
+    if args.what == "ingest":
+        ingest(args)
+    elif args.what == "child":
+        print(json.dumps(child(args.out / "jsonl", args.out / "library.db", args.workers)))
+    else:
+        scan(args)
+
+
+if __name__ == "__main__":
+    main()
