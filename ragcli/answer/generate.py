@@ -59,11 +59,13 @@ def generate(model, question: str, sources: list[Source], *, max_tokens: int,
     try:
         reply = model.chat(p.messages, max_tokens=max_tokens, stream=True, constraint=constraint,
                            on_progress=on_progress)
-        for piece in reply:
-            emit(stream.feed(monitor.feed(piece)))
-            if monitor.stop:  # the model loops: stop generating now
-                getattr(reply, "close", lambda: None)()
-                break
+        try:
+            for piece in reply:
+                emit(stream.feed(monitor.feed(piece)))
+                if monitor.stop:  # the model loops: stop generating now
+                    break
+        finally:  # also when a callback raises (a client gone): the engine stops at once
+            getattr(reply, "close", lambda: None)()
     except IncompleteReply as exc:  # keep the part received, validated like the rest
         cut = exc
     tail = monitor.flush()
