@@ -123,8 +123,8 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
     """Fit the labelled context into `budget` prompt tokens: drop the lowest-ranked sources first; cut
     the text of the last one only when even the best source does not fit, and say so in the prompt.
     An answer (or its second chance) has its own system prompt, one worked example, short headers and
-    at most ANSWER_SOURCES passages, listed best last (nearest the question: Qwen2.5-Coder 1.5B used
-    the passage it read last, docs/benchmarks-answers.md); a summary the shared system prompt. `only`:
+    at most ANSWER_SOURCES passages, listed best last (nearest the question, where a small model reads
+    best: decisions.md); a summary the shared system prompt. `only`:
     the labels the relevance judge kept, named after the question (answer/relevance.py)."""
     answering = instruction in ANSWERING
     # the messages before the user's: the prefix every call of one ask shares (system_prompt.py)

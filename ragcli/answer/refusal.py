@@ -90,10 +90,8 @@ def missing_terms(question: str, sources, in_books: Optional[Callable[[str], boo
 
 
 # A word of the question carries "much of what it asks" when the question without it has a cosine
-# below this to the question with it (MiniLM). On the answer set every unanswerable question so caught
-# ("migraine"-like: stroke 0.58, baby 0.74, tooth 0.78) was below it and every lay word of an answerable
-# one above (crash 0.86, steak 0.87, gash 0.91); on 24 questions written afterwards to test it, no
-# answerable one fell below (lowest 0.86) and 4 of 12 unanswerable ones did (docs/benchmarks-answers.md).
+# below this to the question with it. The figure is all-MiniLM-L6-v2's (store/calibration.py holds it
+# per embedding model, with how it was measured).
 SUBJECT_COSINE = 0.80
 
 
@@ -205,15 +203,6 @@ def asked_kind(question: str) -> list[str]:
 NO_AMOUNT = "the question asks for an amount and the answer gives none"
 NOT_BACKED = "no sentence of the answer is backed by the passages it cites"
 NO_SOURCE = "the answer cites no passage, and no passage given states any of its sentences"
-
-
-def worth_a_second_try(reason: str) -> bool:
-    """After which unbacked verdicts another try from the same book can succeed: the model wrote
-    something no passage backs (a paraphrase in the asker's words, "No, do not push on the gash"), or
-    answered an amount question without one. Not when the question names what the books lack (a
-    missing word, the amount of a thing no passage names) or most sentences contradict their passages:
-    measured, a second try then copied a procedure about something else (docs/benchmarks-answers.md)."""
-    return reason in (NOT_BACKED, NO_AMOUNT, OFF_QUESTION)
 
 
 # The rules of unbacked_reason, by name (`skip` turns some off: bench/bench_answers.py --without).
