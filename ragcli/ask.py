@@ -218,7 +218,7 @@ def _attempt(run: Run, sources: list[Source], instruction: str, only: Optional[s
 def _assess(run: Run, answer: Answer, gen: Generated) -> Evidence:
     """Claims scored against the citable passages; the evidence the verdict reads."""
     refused = refusal.is_refusal(gen.text)
-    e = Evidence(refused=refused, unfinished=gen.cut is not None or health.unfinished(gen.warnings))
+    e = Evidence(refused=refused, cut=gen.cut is not None, unfinished=health.unfinished(gen.warnings))
     if refused:
         return e
     opts, model = run.opts, run.model
@@ -234,7 +234,7 @@ def _assess(run: Run, answer: Answer, gen: Generated) -> Evidence:
     answer.timings["claims"] = time.perf_counter() - t
     e.cited = answer.status == "answered"
     e.no_source = not e.cited and any(c.support == "no_source" for c in answer.claims)
-    if e.cited and not e.unfinished:
+    if e.cited and not (e.unfinished or e.cut):
         e.unbacked = refusal.unbacked_reason(answer, run.question, run.in_books)
         if run.calibration is not None:
             e.off_question = refusal.off_question(answer, run.question, run.embedder, run.calibration.off_question)

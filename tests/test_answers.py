@@ -289,7 +289,12 @@ def test_second_chance_when_the_top_passages_match_well(conn, embedder):
 
 
 def test_no_second_chance_when_the_match_is_weak(conn, embedder, monkeypatch):
-    monkeypatch.setattr(refusal, "SECOND_CHANCE_DENSE", 1.01)  # no passage scores that high
+    from dataclasses import replace
+
+    from ragcli.store import calibration
+
+    # the embedding model's calibrated second-chance match: no passage scores that high
+    calibration.store(conn, replace(calibration.for_corpus(conn), second_chance=1.01))
     model = FakeChatModel(_router("The passages do not say."))
     answer = _ask(conn, embedder, model)
     assert answer.status == "no_answer" and answer.attempts == 1 and len(model.calls) == 1

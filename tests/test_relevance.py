@@ -20,7 +20,9 @@ QUESTION = "what is a craniotomy?"
 
 def test_the_verdict_reads_the_evidence_in_order():
     assert decide(Evidence(has_model=False)).status == "extractive"
-    assert decide(Evidence(unfinished=True, refused=True)).reason is Reason.UNFINISHED
+    assert decide(Evidence(cut=True, refused=True)).reason is Reason.UNFINISHED  # a stream cut
+    assert decide(Evidence(unfinished=True, refused=True)).reason is Reason.REFUSED  # a refusal at the limit
+    assert decide(Evidence(unfinished=True, cited=True)).status == "incomplete"
     assert decide(Evidence(refused=True, cited=True)).reason is Reason.REFUSED
     assert decide(Evidence(judge_ran=True, relevant=set(), cited=True)).reason is Reason.NOT_RELEVANT
     assert decide(Evidence(cited=False, no_source=True)).reason is Reason.NO_SOURCE

@@ -186,7 +186,7 @@ def test_llm_judge_through_the_cli(corpus_db, cli, monkeypatch):
     def rate(messages):
         return "[3]" if "rupture" in messages[-1]["content"].split("Passage 1:")[-1].lower() else "[0]"
 
-    judge = FakeChatModel(rate)
+    judge = FakeChatModel(rate, relevance=None)  # no token probabilities: the 0-3 ratings, a passage a call
     monkeypatch.setattr(options, "load_model", lambda *a, **k: (judge, None))
     q = ("search", "brain surgery", "--json", "-k", "5", "--book", "primer")
     plain = _ids(cli(*q, "-k", "20"))

@@ -2,8 +2,8 @@
 
 Statuses: answered | extractive | no_context | no_answer | unsupported | incomplete. A reason says why an
 answer is not `answered`, as a code (`--json`'s `reason`) and in words (the notice). The rules, in order:
-1. the generation did not finish (cut by --max-tokens, a stream cut): incomplete;
-2. the model refused in its own words: no_answer (refused);
+1. a server's stream was cut: incomplete; the model refused in its own words: no_answer (refused);
+2. the generation was cut at --max-tokens: incomplete;
 3. the relevance judge ran and no passage of the prompt answers the question: no_answer, before any
    answer is written (not_relevant);
 4. the answer cites nothing: no_answer when no passage states any of it (no_source), else unsupported;
@@ -62,7 +62,8 @@ class Evidence:
 
     has_model: bool = True
     refused: bool = False
-    unfinished: bool = False
+    cut: bool = False  # a server's stream stopped before the model finished
+    unfinished: bool = False  # cut at --max-tokens (looping or not)
     cited: bool = False  # it cites a valid label (its own or one ragcli found for it)
     no_source: bool = False  # uncited, and no passage states any of its sentences
     unbacked: Optional[str] = None  # refusal.unbacked_reason's words, when its substance is not in the passages
@@ -86,10 +87,12 @@ class Verdict:
 def decide(e: Evidence) -> Verdict:
     if not e.has_model:
         return Verdict("extractive", Reason.NO_MODEL)
+    if e.cut:
+        return Verdict("incomplete", Reason.UNFINISHED)
+    if e.refused:  # a refusal is one, even cut at --max-tokens
+        return Verdict("no_answer", Reason.REFUSED)
     if e.unfinished:
         return Verdict("incomplete", Reason.UNFINISHED)
-    if e.refused:
-        return Verdict("no_answer", Reason.REFUSED)
     if e.judge_ran and not e.relevant:
         return Verdict("no_answer", Reason.NOT_RELEVANT)
     if not e.cited:

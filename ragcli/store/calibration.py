@@ -42,10 +42,13 @@ def _short(name: str) -> str:
 
 
 def for_model(conn, name: Optional[str]) -> Optional[Calibration]:
-    """The corpus's own calibration for `name`, else the shipped one, else None."""
+    """The corpus's own calibration for `name` (stored under the full or the short name), else the
+    shipped one, else None."""
     if not name:
         return None
-    raw = get_meta(conn, KEY + name) if conn is not None else None
+    raw = None
+    for key in dict.fromkeys((name, _short(name))) if conn is not None else ():
+        raw = raw or get_meta(conn, KEY + key)
     if raw:
         data = json.loads(raw)
         return Calibration(**data)
