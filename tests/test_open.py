@@ -123,3 +123,17 @@ def test_answer_sources_carry_the_file_and_are_links_on_a_terminal(corpus_db, cl
     linked = [line for line in lines if OSC8.search(line)]
     assert linked and len(linked) == len(lines)  # every source line is a link
     assert {u for line in linked for u in OSC8.findall(line) if u} <= {s["file_url"] for s in sources}
+
+
+def test_show_image_writes_the_page_with_the_passage_highlighted(corpus_db, cli, tmp_path):
+    top = _search_json(cli)[0]
+    out = tmp_path / "page.png"
+    res = cli("show", top["passage_id"], "--image", out, "--json")
+    assert res.exit_code == 0, res.output
+    image = json.loads(res.stdout)["image"]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert top["page"] <= image["page"] <= top["page_end"] and image["found"] >= 1
+    assert image["found"] >= image["sentences"] * 0.5  # bench/bench_show_image.py: 94-98% on 4 books
+    quote = " ".join(top["text"].split()[:8])
+    quoted = json.loads(cli("show", top["passage_id"], "--image", out, "--quote", quote, "--json").stdout)["image"]
+    assert quoted["sentences"] == 1 and quoted["found"] == 1
