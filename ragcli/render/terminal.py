@@ -444,3 +444,79 @@ def topics_table(rows: list[dict]):
     for r in rows:
         table.add_row(_escape(r["topic"]), str(r["count"]), f"#{r['latest_number']}", _date(r["latest_at"]))
     return table
+
+
+# -- conversations --------------------------------------------------------------------------------
+
+def standalone_line(question: str) -> str:
+    """The standalone question a follow-up became, dimmed (before retrieval)."""
+    return f"[dim]→ {_escape(question)}[/]"
+
+
+def turn_saved_line(turn) -> str:
+    return f"[dim]conversation {turn.conversation_id}, turn {turn.number} saved[/]"
+
+
+def conversations_table(rows):
+    """`conversations list`: id, turns, last and first date, the first question."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD)
+    for col in ("id", "turns", "last turn", "started", "first question"):
+        table.add_column(col, justify="right" if col in ("id", "turns") else "left")
+    for c in rows:
+        table.add_row(str(c.id), str(c.turn_count), _date(c.updated_at), _date(c.created_at),
+                      _escape(snippet(c.title, 60)))
+    return table
+
+
+def print_conversation(console, conversation) -> None:
+    """Every turn: the question (and the standalone question it became), the answer, its status,
+    staleness and cited sources."""
+    books = f" · books: {', '.join(conversation.book_ids)}" if conversation.book_ids else ""
+    console.print(f"[bold]Conversation {conversation.id}[/] · {len(conversation.turns)} turns · started "
+                  f"{_date(conversation.created_at)}{books}", highlight=False)
+    for t in conversation.turns:
+        console.print(f"\n[bold]{t.number}. {_escape(t.question)}[/]", highlight=False)
+        if t.rewritten:
+            console.print(standalone_line(t.standalone), highlight=False)
+        meta = [t.status, _date(t.created_at)]
+        if t.model:
+            meta.append(str(t.model.get("name") or t.model.get("file") or ""))
+        console.print(f"[dim]{_escape(' · '.join(m for m in meta if m))}[/]", highlight=False)
+        if t.stale:
+            console.print(f"[bold red]stale:[/] the books changed since; gone: {', '.join(t.stale_sources)}",
+                          highlight=False)
+        if t.notice:
+            console.print(f"[yellow]{_escape(t.notice)}[/]", highlight=False)
+        if t.answer:
+            console.print(styled_answer(t.answer))
+        cited = [s for s in t.sources if s.cited]
+        for s in cited:
+            console.print("  " + summary_source_line(s), highlight=False)
+
+
+def print_answer_sources(console, answer) -> None:
+    """`/sources` in chat: the passages the last answer was given, the cited ones first."""
+    cited = [s for s in answer.sources if s.label in answer.citations]
+    other = [s for s in answer.sources if s.label not in answer.citations]
+    console.print(f"[bold]The last answer's passages[/] [dim]({len(answer.sources)}; `/show S1` prints one)[/]",
+                  highlight=False)
+    if cited:
+        console.print("[bold]Sources[/]")
+        for s in cited:
+            console.print(source_line(s), highlight=False)
+    if other:
+        console.print("[dim]Other retrieved passages[/]" if cited else "[bold]Retrieved passages[/]")
+        for s in other:
+            console.print(f"[dim]{source_line(s)}[/]", highlight=False)
+
+
+def print_passage(console, source) -> None:
+    """`/show S2` in chat: the whole passage with where it is."""
+    h = source.hit
+    where = f"Figure {h.figure_number}, " if h.kind == "figure" else ""
+    console.print(f"[bold]Passage {source.label}[/] · {_escape(h.book_title)} — {_escape(h.section_str)}, "
+                  f"{where}p. {h.page_label} (pdf {h.page_start})", highlight=False)
+    console.print(h.text, markup=False, highlight=False)
