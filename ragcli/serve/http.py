@@ -77,7 +77,9 @@ def error_response(exc: BaseException):
 
     if isinstance(exc, HTTPError):
         return JSONResponse(error_body(str(exc), exc.kind, exc.code), status_code=exc.status)
-    if isinstance(exc, Cancelled):  # nobody is there to read it
+    from starlette.requests import ClientDisconnect
+
+    if isinstance(exc, (Cancelled, ClientDisconnect)):  # nobody is there to read it
         log("a client disconnected: its request was stopped")
         return JSONResponse(error_body("the client disconnected", "cancelled", None), status_code=499)
     if isinstance(exc, Busy):
