@@ -34,7 +34,7 @@ def hit_data(hit: Hit) -> dict:
         "book_id": hit.book_id, "book_title": hit.book_title,
         "section_path": hit.section_path, "section": hit.section_str,
         "page_label": hit.page_label, "page": hit.page_start, "page_end": hit.page_end,
-        "figure_number": hit.figure_number, "ocr": hit.ocr or None,
+        "figure_number": hit.figure_number, "ocr": hit.ocr or None, **file_data(hit),
         "score": round(hit.score, 6),
         "lexical_score": None if hit.lexical_score is None else round(hit.lexical_score, 4),
         "lexical_rank": hit.lexical_rank,
@@ -42,6 +42,15 @@ def hit_data(hit: Hit) -> dict:
         "dense_rank": hit.dense_rank,
         "text": hit.text,
     }
+
+
+def file_data(hit: Hit) -> dict:
+    """Where to open a passage: `file` (absolute path, or the path as ingested; null when unknown),
+    `file_url` (file:///...#page=N; null without an absolute path), `file_status` (ok | gone | unknown)."""
+    from ragcli.render.links import file_state, file_uri
+
+    return {"file": hit.path or None, "file_url": file_uri(hit.path, hit.page_start) or None,
+            "file_status": file_state(hit.path)}
 
 
 def hits_data(hits: list[Hit]) -> list[dict]:
@@ -83,6 +92,39 @@ def info_data(described: dict) -> dict:
     return to_data(described)
 
 
+def change_data(change) -> dict:
+    """One change of `sync --json` (and one line of `sync --watch --json`): action (added | changed |
+    moved | linked | gone), status (done | removed | kept | failed | skipped | planned), path, book_id,
+    old_path (moved), passages, embedded (vectors computed), reused (vectors kept), seconds, error."""
+    data = to_data(change)
+    data["seconds"] = round(data["seconds"], 3)
+    return data
+
+
+def sync_data(report) -> dict:
+    """`sync --json`: the folders, counts per action, every change, the unchanged and hashed files."""
+    counts = {a: report.count(a) for a in ("added", "changed", "moved", "linked", "gone")}
+    counts["removed"] = sum(1 for c in report.changes if c.status == "removed")
+    counts["failed"] = len(report.failed)
+    return {"folders": report.folders, "dry_run": report.dry_run, "prune": report.prune,
+            "counts": counts, "unchanged": report.unchanged, "hashed": report.hashed,
+            "embedded": sum(c.embedded for c in report.changes),
+            "reused": sum(c.reused for c in report.changes),
+            "busy": report.busy, "missing_folders": report.missing_folders, "stopped": report.stopped,
+            "seconds": round(report.seconds, 3), "changes": [change_data(c) for c in report.changes]}
+
+
+def passage_data(hit: Hit, before: list[Hit], after: list[Hit]) -> dict:
+    """`show --json`: the passage, where to open it, and its neighbours' ids, pages and text."""
+    def near(h: Hit) -> dict:
+        return {"passage_id": h.passage_id, "page": h.page_start, "page_label": h.page_label, "text": h.text}
+
+    return {"passage_id": hit.passage_id, "kind": hit.kind, "book_id": hit.book_id, "book_title": hit.book_title,
+            "section_path": hit.section_path, "page_label": hit.page_label, "page": hit.page_start,
+            "page_end": hit.page_end, "figure_number": hit.figure_number, **file_data(hit), "text": hit.text,
+            "before": [near(h) for h in before], "after": [near(h) for h in after]}
+
+
 # -- answers --------------------------------------------------------------------------------------
 
 def source_data(source) -> dict:
@@ -92,7 +134,7 @@ def source_data(source) -> dict:
         "label": source.label, "kind": h.kind, "book_id": h.book_id, "book_title": h.book_title,
         "section_path": h.section_path, "page_label": h.page_label, "page": h.page_start,
         "page_end": h.page_end, "figure_number": h.figure_number, "ocr": h.ocr or None,
-        "passage_id": h.passage_id, "score": round(h.score, 6), "text": h.text,
+        "passage_id": h.passage_id, **file_data(h), "score": round(h.score, 6), "text": h.text,
     }
 
 

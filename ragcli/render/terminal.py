@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ragcli.render.links import gone_note, linked
 from ragcli.render.data import found_citations, model_name, summary_row, summary_warnings, supported_share
 from ragcli.types import Book, Hit, Summary, SummarySource
 
@@ -59,7 +60,8 @@ def print_hits(console, hits: list[Hit], query: str, verbose: bool = False) -> N
 
 def hit_header(h: Hit, width: int | None = None) -> str:
     """`  3. fm4-25-11 · p. 2-25 · Figure 2-31 · … › Tourniquet` (the section cut from the left)."""
-    head = f"{h.rank:>3}. [bold]{_escape(h.book_id)}[/] · p. {_escape(h.page_label)}"
+    head = f"{h.rank:>3}. " + linked(f"[bold]{_escape(h.book_id)}[/] · p. {_escape(h.page_label)}", h.path,
+                                     h.page_start)
     plain = len(f"{h.rank:>3}. {h.book_id} · p. {h.page_label}")
     if h.kind == "figure" and h.figure_number:
         head += f" · [magenta]Figure {_escape(h.figure_number)}[/]"
@@ -279,8 +281,9 @@ def source_line(source, found: bool = False) -> str:
     h = source.hit
     where = f"Figure {h.figure_number}, " if h.kind == "figure" else ""
     mark = "[dim](found by ragcli)[/] " if found else ""
-    return (f"[cyan][{source.label}][/] {mark}{_escape(h.book_title)} — {_escape(h.section_str)}, {where}"
-            f"p. {h.page_label} (pdf {h.page_start}): {_escape(snippet(h.text, 160))}")
+    where = linked(f"{_escape(h.book_title)} — {_escape(h.section_str)}, {where}p. {h.page_label} "
+                   f"(pdf {h.page_start})", h.path, h.page_start)
+    return f"[cyan][{source.label}][/] {mark}{where}: {_escape(snippet(h.text, 160))}{gone_note(h.path)}"
 
 
 SUPPORT_MARKS = {"supported": ("✓", "green"), "weak": ("~", "yellow"), "unsupported": ("✗", "red"),

@@ -208,3 +208,23 @@ def m006_ocr_and_format(conn) -> None:
     conn.execute("ALTER TABLE passages ADD COLUMN ocr TEXT NOT NULL DEFAULT ''")
     conn.execute("ALTER TABLE books ADD COLUMN format TEXT NOT NULL DEFAULT ''")
     conn.execute("ALTER TABLE books ADD COLUMN author TEXT NOT NULL DEFAULT ''")
+
+
+@step
+def m007_files_and_folders(conn) -> None:
+    """Issue 27: the files a book was read from, with the size and modification time seen when it was
+    read (a folder sync re-hashes a file only when those change), and the folders `ragcli sync`
+    keeps in line. A path is absolute. Several files with the same bytes point at one book; a book's
+    rows go with it (ON DELETE CASCADE). Books ingested before this step have no row: a sync hashes
+    their files once and links them by content."""
+    conn.execute(
+        """CREATE TABLE files (
+            path TEXT PRIMARY KEY,
+            book_id TEXT NOT NULL REFERENCES books(id) ON DELETE CASCADE,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            file_hash TEXT NOT NULL
+        )""")
+    conn.execute("CREATE INDEX files_book ON files(book_id)")
+    conn.execute("CREATE INDEX files_hash ON files(file_hash)")
+    conn.execute("CREATE TABLE folders (path TEXT PRIMARY KEY, added_at TEXT NOT NULL, synced_at TEXT)")
