@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-BATCH, PARALLEL = 64, 4  # ragcli's defaults (models/embed_http.py)
+BATCH, PARALLEL = 64, 4  # ragcli's defaults (models/embed_http.py); --batch sets both sides' batch
 
 
 def start_server(model: Path, threads: int, log: Path) -> tuple[subprocess.Popen, str]:
@@ -62,7 +62,7 @@ def texts_of(corpus: Path) -> tuple[list[str], list[str]]:
 def bare(url: str, texts: list[str]) -> float:
     from ragcli.models.openai_http import http_library
 
-    client = http_library().Client(timeout=600)
+    client = http_library().Client(timeout=3600)
     batches = [texts[i:i + BATCH] for i in range(0, len(texts), BATCH)]
 
     def post(batch):
@@ -79,10 +79,14 @@ def bare(url: str, texts: list[str]) -> float:
 
 
 def ragcli_ingest(url: str, corpus: Path, work: Path, n: int) -> float:
+    """ragcli through a profile that sets the same batch size and requests in flight as the bare loop."""
     db = work / f"run{n}.db"
-    env = {**os.environ, "RAGCLI_DB": str(db), "PYTHONPATH": str(ROOT)}
+    config = work / "config.toml"
+    config.write_text(f'[models.bench]\nurl = "{url}"\nbatch_size = {BATCH}\nparallel = {PARALLEL}\ntimeout = 3600\n',
+                      encoding="utf-8")
+    env = {**os.environ, "RAGCLI_DB": str(db), "PYTHONPATH": str(ROOT), "RAGCLI_CONFIG": str(config)}
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "ragcli", "ingest", str(corpus), "--embed-model", url, "--json"],
+    done = subprocess.run([sys.executable, "-m", "ragcli", "ingest", str(corpus), "--embed-model", "bench", "--json"],
                           env=env, capture_output=True, text=True)
     took = time.perf_counter() - t0
     if done.returncode:
@@ -97,7 +101,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--size", choices=["tiny", "minilm"], default="tiny")
+    ap.add_argument("--batch", type=int, default=64)
     args = ap.parse_args()
+    global BATCH
+    BATCH = args.batch
     from tinyembed import write_embed_gguf
 
     work = Path(tempfile.mkdtemp(prefix="bench-embed-server-"))
