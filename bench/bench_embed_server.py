@@ -47,7 +47,7 @@ def start_server(model: Path, threads: int, log: Path) -> tuple[subprocess.Popen
            "--n_ubatch", "2048", "--n_threads", str(threads), "--model_alias", "bench-embed"]
     proc = subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
     url = f"http://127.0.0.1:{port}/v1"
-    _wait_ready(url, proc, log)
+    _wait_ready(url, proc, log, seconds=900)  # a loaded machine: importing the server takes minutes
     return proc, url
 
 
