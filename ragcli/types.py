@@ -124,6 +124,7 @@ class Hit:
     figure_number: Optional[str] = None
     text_hash: str = ""
     ocr: str = ""  # the OCR engine that read the passage's page(s); "" for a text layer
+    path: str = ""  # the book's file (absolute when recorded by ingest or sync); "" when unknown
 
     @property
     def section_str(self) -> str:

@@ -22,11 +22,19 @@ def json_doc_shapes() -> dict[str, tuple[str, list[str]]]:
     return shapes
 
 
-def test_readme_json_table_matches_every_command(cli, tmp_path):
+def test_readme_json_table_matches_every_command(cli, tmp_path, monkeypatch):
     shapes = json_doc_shapes()
     queries = tmp_path / "q.jsonl"
     queries.write_text(json.dumps({"question": "torque wrench", "book": "faa-amt-handbook-sample",
                                    "pages": [1]}) + "\n")
+    folder = tmp_path / "library"
+    folder.mkdir()
+    (folder / "faa.pdf").write_bytes(FIXTURE_PDFS["faa"].read_bytes())
+    monkeypatch.setenv("RAGCLI_VIEWER", "true {file}")
+
+    def passage_id() -> str:
+        return str(json.loads(cli("search", "torque wrench", "--json").stdout)[0]["passage_id"])
+
     runs = {
         "ingest": ["ingest", FIXTURE_PDFS["faa"]],
         "books": ["books"],
@@ -40,10 +48,17 @@ def test_readme_json_table_matches_every_command(cli, tmp_path):
         "summary topics": ["summary", "topics"],
         "eval retrieval": ["eval", "retrieval", "--queries", queries],
         "reembed": ["reembed", "--embed-model", "sentence-transformers/all-MiniLM-L6-v2"],
+        "sync": ["sync", folder],
+        "show": lambda: ["show", passage_id()],
+        "open": lambda: ["open", passage_id()],
+        "ask -c": ["ask", "how is a torque wrench used?", "-c"],
+        "conversations show": ["conversations", "show", "1"],
+        "conversations list": ["conversations", "list"],
         "books remove": ["books", "remove", "faa-amt-handbook-sample"],
     }
     assert set(runs) == set(shapes), "a command of the docs/json.md table is not run here, or the reverse"
     for name, args in runs.items():
+        args = args() if callable(args) else args
         res = cli(*args, "--json")
         assert res.exit_code == 0, (name, res.stderr)
         data = json.loads(res.stdout)

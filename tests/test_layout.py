@@ -2,10 +2,13 @@
 
 Layers, highest first; a module imports only from lower layers (and from its own package):
 
-    cli/  ->  conversation.py  ->  ask.py, summary.py, evaluate.py  ->  search/, answer/, ingest/  ->  models/, store/
+    cli/  ->  serve/  ->  conversation.py  ->  ask.py, summary.py, evaluate.py  ->  search/, answer/, ingest/
+          ->  models/, store/
           ->  types.py, errors.py, text.py, config.py, language.py
 
-render/ sits beside the pipelines (only cli/ imports it) and imports only types, errors and text.
+serve/ (the MCP and HTTP servers) is a front end as cli/ is, under it: cli/ starts it, it calls the
+pipelines and renders with render/data.py; nothing below it imports it.
+render/ sits beside the pipelines (only cli/ and serve/ import it) and imports only types, errors and text.
 Packages of one layer do not import each other (search/ never imports answer/, summary.py never
 imports ask.py). No two modules import each other, directly or round a loop, counting imports inside
 functions. Every import counts: module level, inside functions, under TYPE_CHECKING.
@@ -26,7 +29,8 @@ BASE = {"types", "errors", "text", "config", "language", "system_prompt"}
 PIPELINES = {"ask", "summary", "evaluate"}
 # conversation.py runs a turn over ask.py (a pipeline over a pipeline), so it sits above them
 RANK = {"base": 0, "models": 1, "store": 1, "search": 2, "answer": 2, "ingest": 2, "pipeline": 3,
-        "render": 3, "conversation": 3.5, "cli": 4}
+        "render": 3, "conversation": 3.5, "serve": 4, "cli": 5}
+FRONT_ENDS = {"cli", "serve"}  # the only importers of render/
 RENDER_MAY_IMPORT = {"render", "base"}
 
 # SQL outside store/: module -> who moves it.
@@ -111,8 +115,8 @@ def violations(edges: dict[str, set[str]]) -> dict[tuple[str, str], str]:
                 continue  # inside one package (its own cycles are checked below)
             if ga == "render" and gb not in RENDER_MAY_IMPORT:
                 found[(a, b)] = f"render/ imports only types, errors and text, not {gb}"
-            elif gb == "render" and ga != "cli":
-                found[(a, b)] = "only cli/ imports render/"
+            elif gb == "render" and ga not in FRONT_ENDS:
+                found[(a, b)] = "only cli/ and serve/ import render/"
             elif RANK[gb] > RANK[ga]:
                 found[(a, b)] = f"a lower layer ({ga}) imports a higher one ({gb})"
             elif RANK[gb] == RANK[ga] and ga != "base":
@@ -198,3 +202,16 @@ def test_the_checker_sees_function_level_imports_and_cycles(tmp_path):
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert violations({"ragcli.store.corpus": {"ragcli.ask"}}) == {
         ("ragcli.store.corpus", "ragcli.ask"): "a lower layer (store) imports a higher one (pipeline)"}
+
+
+def test_serve_sits_between_cli_and_the_pipelines():
+    """serve/ may use the pipelines and render/; the core never imports serve/, nor serve/ the CLI."""
+    assert group("ragcli.serve.http") == "serve"
+    assert violations({"ragcli.serve.http": {"ragcli.ask", "ragcli.render.data", "ragcli.store.corpus"}}) == {}
+    assert violations({"ragcli.ask": {"ragcli.serve.library"}}) == {
+        ("ragcli.ask", "ragcli.serve.library"): "a lower layer (pipeline) imports a higher one (serve)"}
+    assert violations({"ragcli.serve.mcp": {"ragcli.cli.common"}}) == {
+        ("ragcli.serve.mcp", "ragcli.cli.common"): "a lower layer (serve) imports a higher one (cli)"}
+    edges = graph()
+    assert not [a for a, targets in edges.items() if group(a) not in FRONT_ENDS
+                and any(group(b) == "serve" for b in targets)], "only cli/ starts serve/"

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 HIT_FIELDS = {"rank", "kind", "passage_id", "book_id", "book_title", "section_path", "section", "page_label",
-              "page", "page_end", "figure_number", "ocr", "score", "lexical_score", "lexical_rank", "dense_score",
-              "dense_rank", "text"}
+              "page", "page_end", "figure_number", "ocr", "file", "file_url", "file_status", "score", "lexical_score",
+              "lexical_rank", "dense_score", "dense_rank", "text"}
 
 
 def _search(cli, *args):

@@ -8,6 +8,7 @@ from typing import Callable, Iterable, Optional
 
 from ragcli.ingest import chunking
 from ragcli.store import corpus as store
+from ragcli.store import files as file_store
 from ragcli.store.sql import transaction
 from ragcli.store.stage import EmbeddingStage
 from ragcli.ingest import vocabulary
@@ -50,7 +51,7 @@ def discover(paths: Iterable[str], skipped: Optional[list[Path]] = None) -> list
         p = Path(raw).expanduser()
         if p.is_dir():
             for f in sorted(f for f in p.rglob("*") if f.is_file()):
-                if _wanted_in_folder(f):
+                if wanted_in_folder(f):
                     found.append(f)
                 elif skipped is not None and not f.name.startswith("."):
                     skipped.append(f)
@@ -59,7 +60,7 @@ def discover(paths: Iterable[str], skipped: Optional[list[Path]] = None) -> list
     return found
 
 
-def _wanted_in_folder(f: Path) -> bool:
+def wanted_in_folder(f: Path) -> bool:
     """In a folder: every PDF, e-book and document (EPUB, MOBI, FB2, XPS, CBZ, DOCX, HTML), and a BEIR
     corpus.jsonl. Text and Markdown files (READMEs, notes, sources of a book) are taken only when
     named on the command line."""
@@ -86,8 +87,12 @@ def parse_file(path: Path, password: Optional[str], title: Optional[str],
     from ragcli.ingest import ocr as ocr_mod
     from ragcli.ingest import pdf
 
-    on_page = (lambda done, total, ocr_done: progress("ocr" if ocr_done else "pages", done, total)) \
-        if progress else None
+    def on_page(done: int, total: int, ocr_done: int) -> None:
+        progress("pages", done, total)
+        if ocr_done:  # pages read by OCR so far, of the book's pages
+            progress("ocr", ocr_done, total)
+
+    on_page = on_page if progress else None
     engine = (lambda: ocr_mod.make_engine(ocr_engine)) if ocr_engine else None
     if path.suffix.lower() in EBOOK_SUFFIXES:
         from ragcli.ingest import ebook
@@ -128,13 +133,20 @@ class Prepared:
     texts: list[str]
     terms: list
     seconds: float
+    stat: Optional[tuple[int, int]] = None  # (size, mtime_ns) before the file was read
 
 
 def prepare(path: Path, opts: FileOptions, file_hash: Optional[str],
-            progress: Optional[Progress] = None) -> Prepared:
-    """Parse, chunk and extract the vocabulary of one file: no database, no model (runs in a worker)."""
+            progress: Optional[Progress] = None, seen: Optional[tuple[int, int]] = None) -> Prepared:
+    """Parse, chunk and extract the vocabulary of one file: no database, no model (runs in a worker).
+    `seen`: the file's (size, mtime_ns) before its hash was taken (else taken now). A file whose size
+    or mtime changed while it was read is refused: its hash and its text may not be of the same bytes."""
     t0 = time.perf_counter()
+    seen = seen or _stat(path)
     parsed = parse_file(path, opts.password, opts.title, progress, file_hash, opts.ocr, opts.ocr_engine)
+    if seen and _stat(path) != seen:
+        raise InputError(f"{path}: changed while it was being read; not ingested (try again when it is "
+                         f"complete)")
     if opts.strict and parsed.warnings:
         raise InputError(f"{path}: {parsed.warnings[0]}; not ingested (--strict)")
     passages = chunking.chunk_book(parsed.sections, parsed.figures)
@@ -142,7 +154,7 @@ def prepare(path: Path, opts: FileOptions, file_hash: Optional[str],
     _mark_ocr(passages, parsed)
     texts = [p.embed_text(parsed.title) for p in passages]
     terms = vocabulary.extract_terms(parsed)
-    return Prepared(path, parsed, passages, texts, terms, time.perf_counter() - t0)
+    return Prepared(path, parsed, passages, texts, terms, time.perf_counter() - t0, seen)
 
 
 def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, title: Optional[str] = None,
@@ -154,11 +166,12 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
     never; `ocr_engine`: a name of ingest.ocr.ENGINES ("" = the default)."""
     opts = FileOptions(book_id, title, password, replace, strict, ocr, ocr_engine)
     t0 = time.perf_counter()
+    seen = _stat(path)  # before the bytes are read: a file written after this is seen as changed
     file_hash = _file_hash(path) if path.is_file() else None  # read once: the parsers reuse it
     same = store.book_by_hash(conn, file_hash) if file_hash else None
     if same and (book_id in (None, same.id)):  # the same bytes are already in: do not even parse
         return _unchanged(path, same, t0)
-    return store_prepared(conn, prepare(path, opts, file_hash, progress), embedder, opts, progress, t0,
+    return store_prepared(conn, prepare(path, opts, file_hash, progress, seen), embedder, opts, progress, t0,
                           on_embedded)
 
 
@@ -186,7 +199,7 @@ def store_prepared(conn, prep: Prepared, embedder, opts: FileOptions, progress: 
     term_vecs = embedder.embed([t for t, _, _ in terms]) if terms else []
     t_terms = time.perf_counter()
     _store(conn, embedder, book_id, parsed, (passages, embed_hashes, vectors), (terms, term_vecs),
-           replace=bool(existing))
+           replace=bool(existing), file_row=(str(path.resolve()), *prep.stat) if prep.stat else None)
     stage.drop(embed_hashes)  # in the corpus now
     stage.close()
     t_end = time.perf_counter()
@@ -227,8 +240,9 @@ def _mark_ocr(passages, parsed: ParsedBook) -> None:
 
 
 def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term_parts, *,
-           replace: bool) -> None:
-    """Write the book in one transaction: all of it or nothing (an error or Ctrl-C rolls back)."""
+           replace: bool, file_row: Optional[tuple[str, int, int]] = None) -> None:
+    """Write the book in one transaction: all of it or nothing (an error or Ctrl-C rolls back).
+    `file_row`: (absolute path, size, mtime in ns) of the file as it was before it was read."""
     passages, embed_hashes, vectors = passage_parts
     terms, term_vecs = term_parts
     labels = {p.number: p.label for p in parsed.pages}
@@ -240,6 +254,19 @@ def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term
         store.insert_passages(conn, book_id, passages, [sha256(p.text) for p in passages],
                               embed_hashes, vectors)
         store.insert_terms(conn, book_id, terms, term_vecs)
+        if file_row:
+            file_store.record_file(conn, file_row[0], book_id, file_row[1], file_row[2], parsed.file_hash)
+
+
+def _stat(path: Path) -> Optional[tuple[int, int]]:
+    """(size, mtime in ns) of a regular file, None for anything else."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    import stat
+
+    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
 def _file_hash(path: Path) -> str:

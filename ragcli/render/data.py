@@ -34,7 +34,7 @@ def hit_data(hit: Hit) -> dict:
         "book_id": hit.book_id, "book_title": hit.book_title,
         "section_path": hit.section_path, "section": hit.section_str,
         "page_label": hit.page_label, "page": hit.page_start, "page_end": hit.page_end,
-        "figure_number": hit.figure_number, "ocr": hit.ocr or None,
+        "figure_number": hit.figure_number, "ocr": hit.ocr or None, **file_data(hit),
         "score": round(hit.score, 6),
         "lexical_score": None if hit.lexical_score is None else round(hit.lexical_score, 4),
         "lexical_rank": hit.lexical_rank,
@@ -44,8 +44,30 @@ def hit_data(hit: Hit) -> dict:
     }
 
 
+def file_data(hit: Hit) -> dict:
+    """Where to open a passage: `file` (absolute path, or the path as ingested; null when unknown),
+    `file_url` (file:///...#page=N; null without an absolute path), `file_status` (ok | gone | unknown)."""
+    from ragcli.render.links import file_state, file_uri
+
+    return {"file": hit.path or None, "file_url": file_uri(hit.path, hit.page_start) or None,
+            "file_status": file_state(hit.path)}
+
+
 def hits_data(hits: list[Hit]) -> list[dict]:
     return [hit_data(h) for h in hits]
+
+
+def passage_data(hits: list[Hit], passage_id: int) -> dict:
+    """A passage with its neighbours in reading order (MCP `read_passage`): `passage` is the one
+    asked for, `before` and `after` the passages around it, each as `source_data` shows a source
+    (no label, no score)."""
+    def one(h: Hit) -> dict:
+        return {"passage_id": h.passage_id, "kind": h.kind, "book_id": h.book_id, "book_title": h.book_title,
+                "section_path": h.section_path, "page_label": h.page_label, "page": h.page_start,
+                "page_end": h.page_end, "figure_number": h.figure_number, "ocr": h.ocr or None, "text": h.text}
+
+    at = next(i for i, h in enumerate(hits) if h.passage_id == passage_id)
+    return {"passage": one(hits[at]), "before": [one(h) for h in hits[:at]], "after": [one(h) for h in hits[at + 1:]]}
 
 
 def books_data(books: list) -> list[dict]:
@@ -70,6 +92,39 @@ def info_data(described: dict) -> dict:
     return to_data(described)
 
 
+def change_data(change) -> dict:
+    """One change of `sync --json` (and one line of `sync --watch --json`): action (added | changed |
+    moved | linked | gone), status (done | removed | kept | failed | skipped | planned), path, book_id,
+    old_path (moved), passages, embedded (vectors computed), reused (vectors kept), seconds, error."""
+    data = to_data(change)
+    data["seconds"] = round(data["seconds"], 3)
+    return data
+
+
+def sync_data(report) -> dict:
+    """`sync --json`: the folders, counts per action, every change, the unchanged and hashed files."""
+    counts = {a: report.count(a) for a in ("added", "changed", "moved", "linked", "gone")}
+    counts["removed"] = sum(1 for c in report.changes if c.status == "removed")
+    counts["failed"] = len(report.failed)
+    return {"folders": report.folders, "dry_run": report.dry_run, "prune": report.prune,
+            "counts": counts, "unchanged": report.unchanged, "hashed": report.hashed,
+            "embedded": sum(c.embedded for c in report.changes),
+            "reused": sum(c.reused for c in report.changes),
+            "busy": report.busy, "missing_folders": report.missing_folders, "stopped": report.stopped,
+            "seconds": round(report.seconds, 3), "changes": [change_data(c) for c in report.changes]}
+
+
+def passage_data(hit: Hit, before: list[Hit], after: list[Hit]) -> dict:
+    """`show --json`: the passage, where to open it, and its neighbours' ids, pages and text."""
+    def near(h: Hit) -> dict:
+        return {"passage_id": h.passage_id, "page": h.page_start, "page_label": h.page_label, "text": h.text}
+
+    return {"passage_id": hit.passage_id, "kind": hit.kind, "book_id": hit.book_id, "book_title": hit.book_title,
+            "section_path": hit.section_path, "page_label": hit.page_label, "page": hit.page_start,
+            "page_end": hit.page_end, "figure_number": hit.figure_number, **file_data(hit), "text": hit.text,
+            "before": [near(h) for h in before], "after": [near(h) for h in after]}
+
+
 # -- answers --------------------------------------------------------------------------------------
 
 def source_data(source) -> dict:
@@ -79,7 +134,7 @@ def source_data(source) -> dict:
         "label": source.label, "kind": h.kind, "book_id": h.book_id, "book_title": h.book_title,
         "section_path": h.section_path, "page_label": h.page_label, "page": h.page_start,
         "page_end": h.page_end, "figure_number": h.figure_number, "ocr": h.ocr or None,
-        "passage_id": h.passage_id, "score": round(h.score, 6), "text": h.text,
+        "passage_id": h.passage_id, **file_data(h), "score": round(h.score, 6), "text": h.text,
     }
 
 
@@ -223,3 +278,36 @@ def eval_data(report, per_query: bool) -> dict:
 
 def _rounded(metrics: dict) -> dict:
     return {key: round(value, 4) for key, value in metrics.items()}
+
+
+# -- conversations --------------------------------------------------------------------------------
+
+def turn_data(turn, answer=None) -> dict:
+    """`ask -c --json` (with the live `answer`: ask's shape plus the turn's fields) and each turn of
+    `conversations show --json` (the saved turn alone). `question` is as asked; `standalone_question`
+    is what retrieval, the prompt and the checks ran on."""
+    head = {"conversation_id": turn.conversation_id, "turn": turn.number, "question": turn.question,
+            "standalone_question": turn.standalone, "rewritten": turn.rewritten,
+            "rewrite": dict(turn.rewrite)}
+    if answer is not None:
+        return {**head, **{k: v for k, v in answer_data(answer).items() if k != "question"}}
+    return {**head, "answer": turn.answer, "status": turn.status, "notice": turn.notice,
+            "expanded_query": turn.expanded_query, "stale": turn.stale, "stale_sources": turn.stale_sources,
+            "citations": [s.label for s in turn.sources if s.cited], "model": turn.model,
+            "created_at": turn.created_at,
+            "claims": claims_data(turn.claims, quoted=turn.status == "extractive"),
+            "removed_citations": [to_data(r) for r in turn.removed_citations],
+            "timings": turn.timings, "sources": [summary_source_data(s) for s in turn.sources]}
+
+
+def conversation_row(conversation) -> dict:
+    """One conversation in `conversations list --json`."""
+    return {"id": conversation.id, "title": conversation.title, "turn_count": conversation.turn_count,
+            "book_ids": conversation.book_ids, "created_at": conversation.created_at,
+            "updated_at": conversation.updated_at}
+
+
+def conversation_data(conversation) -> dict:
+    """`conversations show --json` and `conversations export --format json`."""
+    return {**conversation_row(conversation), "stale": any(t.stale for t in conversation.turns),
+            "turns": [turn_data(t) for t in conversation.turns]}

@@ -217,17 +217,23 @@ def document_frequency(conn, word: str) -> int:
                         ('text : "' + word.replace('"', '""') + '"',)).fetchone()[0]
 
 
+# the file a book was read from (absolute, from `files`), else the path saved with the book
+BOOK_FILE = ("COALESCE((SELECT f.path FROM files f WHERE f.book_id = b.id AND f.path = b.path),"
+             " (SELECT MIN(f.path) FROM files f WHERE f.book_id = b.id), b.path)")
+
+
 def fetch_hits(conn, ids: Sequence[int]) -> dict[int, Hit]:
     rows = select_in(conn,
         "SELECT p.id, p.kind, p.book_id, b.title, p.section_path, p.page_start, p.page_end,"
-        " COALESCE(pg.label, CAST(p.page_start AS TEXT)), p.text, p.figure_number, p.text_hash, p.ocr"
+        " COALESCE(pg.label, CAST(p.page_start AS TEXT)), p.text, p.figure_number, p.text_hash, p.ocr,"
+        f" {BOOK_FILE}"
         " FROM passages p JOIN books b ON b.id = p.book_id"
         " LEFT JOIN pages pg ON pg.book_id = p.book_id AND pg.number = p.page_start"
         " WHERE p.id IN {in}", ids)
     return {
         r[0]: Hit(passage_id=r[0], kind=r[1], book_id=r[2], book_title=r[3], section_path=json.loads(r[4]),
                   page_start=r[5], page_end=r[6], page_label=r[7], text=r[8], figure_number=r[9],
-                  text_hash=r[10], ocr=r[11])
+                  text_hash=r[10], ocr=r[11], path=r[12])
         for r in rows
     }
 

@@ -1,0 +1,80 @@
+"""`ragcli sync --watch`: sync the folders, then again whenever files in them change, until stopped.
+
+Rules:
+- A file is read only once it has been still for `settle` seconds (its modification time that old):
+  a file being copied in is read once, complete, not once per chunk. Until then it is "busy" and the
+  watcher looks again every `tick` seconds.
+- A file that fails (a damaged PDF, a file replaced while it was read) is reported once and left
+  alone until its size or modification time change; then it is tried again. Nothing a file does
+  stops the watcher.
+- `stop` (a threading.Event, set by Ctrl-C) is checked between two changes and while waiting: every
+  change is one transaction, so stopping never leaves one half done.
+- Events only say "look again": each round is a full plan of the folders (one `stat` a file), so an
+  event lost while a round ran is caught by the next round, and by the periodic `rescan`.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Optional
+
+from ragcli.ingest import sync as sync_core
+
+
+def watch(conn, folders: list[str], embedder: sync_core.Embedder, *, stop: threading.Event,
+          prune: bool = False, on_change: Optional[Callable[[sync_core.Change], None]] = None,
+          on_round: Optional[Callable[[sync_core.SyncReport], None]] = None,
+          on_ready: Optional[Callable[[], None]] = None, progress_for=None, settle: float = 1.0,
+          tick: float = 0.25, rescan: float = 30.0, **ingest_options) -> int:
+    """Watch until `stop` is set; returns the number of rounds run."""
+    import watchfiles
+
+    failed: dict[str, tuple[int, int]] = {}  # path -> (size, mtime) when it failed
+    said_gone: set[str] = set()  # gone files kept in the corpus (no prune): said once, not every round
+
+    def tell(change: sync_core.Change) -> None:
+        if change.status == "kept":
+            if change.path in said_gone:
+                return
+            said_gone.add(change.path)
+        else:
+            said_gone.discard(change.path)
+        if on_change:
+            on_change(change)
+
+    def one_round(first: bool = False) -> sync_core.SyncReport:
+        report = sync_core.sync(conn, folders, embedder, prune=prune, on_change=tell,
+                                should_stop=stop.is_set, progress_for=progress_for, settle=settle,
+                                skip=failed, remember=first, **ingest_options)
+        for c in report.changes:
+            if c.status == "failed":
+                failed[c.path] = (c.size, c.mtime_ns)
+            elif c.status != "skipped":
+                failed.pop(c.path, None)
+        if on_round:
+            on_round(report)
+        return report
+
+    rounds = 1
+    report = one_round(first=True)
+    if on_ready:
+        on_ready()
+    last = time.monotonic()
+    watcher = watchfiles.watch(*folders, stop_event=stop, debounce=int(tick * 1000), step=50,
+                               rust_timeout=int(tick * 1000), yield_on_timeout=True, raise_interrupt=False,
+                               watch_filter=None)
+    for events in watcher:
+        if stop.is_set():
+            break
+        due = bool(events) or bool(report.busy) or bool(_acted(report)) or time.monotonic() - last > rescan
+        if not due:
+            continue
+        report = one_round()
+        rounds += 1
+        last = time.monotonic()
+    return rounds
+
+
+def _acted(report: sync_core.SyncReport) -> list:
+    """Changes of the last round that wrote something: look once more (events may have come meanwhile)."""
+    return [c for c in report.changes if c.status in ("done", "removed")]

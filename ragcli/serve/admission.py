@@ -1,0 +1,55 @@
+"""How many requests the HTTP server works on at once: `parallel` run (each in a worker thread, with
+its own chat model of the pool), `waiting` more queue in arrival order, and beyond that a request
+is refused at once (503) instead of waiting without bound. Used from the server's event loop only.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+
+class Busy(Exception):
+    """Every worker is busy and the queue is full."""
+
+
+class Admission:
+    def __init__(self, parallel: int, waiting: int):
+        self.parallel = parallel
+        self.waiting = waiting
+        self.inside = 0  # running + waiting
+        self._slots: asyncio.Semaphore | None = None
+
+    def admit(self) -> "Ticket":
+        """A place in the queue, or Busy. The ticket must be released (Ticket.release)."""
+        if self.inside >= self.parallel + self.waiting:
+            raise Busy(f"the server is busy: {self.parallel} request(s) running and {self.waiting} waiting; "
+                       f"try again shortly")
+        self.inside += 1
+        return Ticket(self)
+
+    @property
+    def slots(self) -> asyncio.Semaphore:
+        if self._slots is None:  # made inside the running loop
+            self._slots = asyncio.Semaphore(self.parallel)
+        return self._slots
+
+
+class Ticket:
+    def __init__(self, admission: Admission):
+        self._admission = admission
+        self._released = False
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        """Wait for a worker slot, then run `fn` in a thread; the caller awaits its result. The
+        thread is never abandoned: a cancelled request stops through its Job, not here."""
+        import anyio
+
+        async with self._admission.slots:
+            return await anyio.to_thread.run_sync(fn, abandon_on_cancel=False)
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._admission.inside -= 1

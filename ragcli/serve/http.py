@@ -1,0 +1,385 @@
+"""`ragcli serve`: an OpenAI-compatible endpoint and the CLI's JSON over HTTP (Starlette on uvicorn).
+
+    POST /v1/chat/completions   the last user message is the question (earlier turns: a follow-up);
+                                streamed (SSE) or not; the reply carries the sources (serve/chat.py)
+    GET  /v1/models             one model, `ragcli`
+    POST /search  {query, book?, k?, mode?}                       = `ragcli search --json`
+    POST /ask     {question, book?, k?, expand?, feedback?, ...}  = `ragcli ask --json`
+    GET  /books                                                   = `ragcli books --json`
+    GET  /summaries                                               = `ragcli summary topics --json`
+    GET  /summaries/{topic}[?number=N]                            = `ragcli summary show --json`
+    GET  /summaries/{topic}/history                               = `ragcli summary list --json`
+
+Errors are JSON, `{"error": {"message", "type", "code"}}`: the CLI's one-line message, and as `code`
+the exit code the CLI gives the same error (2 bad input, 5 not found, ...; null for errors of HTTP
+itself). Status: 400 bad input, 401 no or wrong key, 404 not found, 405, 413 too large, 503 busy,
+500 otherwise.
+A client that disconnects stops its generation (the Job raises at the next token); a request still
+queued when its client leaves is dropped when its turn comes.
+
+The API key is compared in constant time and never printed or logged.
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import sys
+import time
+from typing import Callable, Optional
+
+from ragcli.errors import CorpusError, InputError, NotFoundError, RagcliError, UsageError
+from ragcli.serve import chat
+from ragcli.serve.admission import Admission, Busy, Ticket
+from ragcli.serve.library import Cancelled, Job, Library
+
+MAX_BODY = 1 << 20  # bytes of a request body: a question and its conversation, not a book
+LOOPBACK_NAMES = ("localhost",)
+
+
+def is_loopback(host: str) -> bool:
+    if host.strip("[]").lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name other than localhost: may resolve anywhere
+        return False
+
+
+def check_bind(host: str, api_key: Optional[str]) -> None:
+    """Only loopback may be served without a key."""
+    if not is_loopback(host) and not api_key:
+        raise UsageError(f"serving on {host} (not a loopback address) needs an API key: pass --api-key KEY "
+                         f"or set RAGCLI_SERVE_KEY")
+
+
+class HTTPError(Exception):
+    """A request refused before any core call; `code` as a ragcli error's exit code (2: bad input)."""
+
+    def __init__(self, status: int, message: str, kind: str, code: Optional[int] = 2):
+        super().__init__(message)
+        self.status, self.kind, self.code = status, kind, code
+
+
+STATUS = ((UsageError, 400, "invalid_request_error"), (InputError, 400, "invalid_request_error"),
+          (NotFoundError, 404, "not_found_error"), (CorpusError, 500, "corpus_error"))
+
+
+def error_body(message: str, kind: str, code) -> dict:
+    return {"error": {"message": message, "type": kind, "code": code}}
+
+
+def error_response(exc: BaseException):
+    """The JSON error for an exception (CLI message and exit code for ragcli's own)."""
+    from starlette.responses import JSONResponse
+
+    if isinstance(exc, HTTPError):
+        return JSONResponse(error_body(str(exc), exc.kind, exc.code), status_code=exc.status)
+    if isinstance(exc, Cancelled):  # nobody is there to read it
+        log("a client disconnected: its request was stopped")
+        return JSONResponse(error_body("the client disconnected", "cancelled", None), status_code=499)
+    if isinstance(exc, Busy):
+        return JSONResponse(error_body(str(exc), "server_busy", None), status_code=503, headers={"Retry-After": "1"})
+    if isinstance(exc, RagcliError):
+        for cls, status, kind in STATUS:
+            if isinstance(exc, cls):
+                return JSONResponse(error_body(str(exc), kind, exc.exit_code), status_code=status)
+        return JSONResponse(error_body(str(exc), "server_error", exc.exit_code), status_code=500)
+    log(f"internal error: {type(exc).__name__}: {exc}")
+    return JSONResponse(error_body(f"internal error: {type(exc).__name__}: {exc}", "server_error", 70),
+                        status_code=500)
+
+
+def log(line: str) -> None:
+    print(f"ragcli serve: {line}", file=sys.stderr, flush=True)
+
+
+async def read_json(request) -> dict:
+    """The request body as a JSON object, at most MAX_BODY bytes."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > MAX_BODY:
+        raise HTTPError(413, f"the request body is larger than {MAX_BODY} bytes", "request_too_large", None)
+    body = bytearray()
+    async for part in request.stream():
+        body += part
+        if len(body) > MAX_BODY:
+            raise HTTPError(413, f"the request body is larger than {MAX_BODY} bytes", "request_too_large", None)
+    try:
+        data = json.loads(bytes(body) or b"null")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HTTPError(400, f"the request body is not valid JSON: {exc}", "invalid_json") from exc
+    if not isinstance(data, dict):
+        raise HTTPError(400, "the request body must be a JSON object", "invalid_request_error")
+    return data
+
+
+def field(data: dict, name: str, kind, default=None):
+    """`data[name]` checked against a type (bool is not an int here)."""
+    value = data.get(name, default)
+    if value is None:
+        return default
+    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+    if kind is list:  # a book id or a list of them
+        ok = isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+    if not ok:
+        raise UsageError(f"`{name}` must be {_kind_name(kind)}")
+    return value
+
+
+def _kind_name(kind) -> str:
+    return {str: "a string", int: "an integer", bool: "true or false", list: "a book id or a list of them"}.get(
+        kind, kind.__name__)
+
+
+async def until_disconnected(receive, job: Job) -> None:
+    """Cancel `job` when the client goes away (the request body has been read already)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            job.cancel()
+            return
+
+
+async def run_watched(request, ticket: Ticket, job: Job, fn: Callable):
+    """Run `fn` for a non-streamed reply, cancelling it if the client leaves meanwhile."""
+    watcher = asyncio.ensure_future(until_disconnected(request.receive, job))
+    try:
+        return await ticket.run(fn)
+    finally:
+        watcher.cancel()
+        ticket.release()
+
+
+class AnswerEvents:
+    """The streamed chat completion, as a raw ASGI response: the status is sent only when the work
+    has begun well (an unknown book or an empty corpus is still a 4xx JSON error); then one chunk per
+    piece of validated text, and a last chunk with the sources and the `ragcli` field.
+
+    Text after a later phase (a second try ragcli may or may not keep) is held back: what was sent
+    cannot be taken back, so the last chunk says when the text above is not the answer kept, and
+    gives the final one (chat.closing_text)."""
+
+    def __init__(self, ticket: Ticket, job: Job, work: Callable):
+        self.ticket, self.job, self.work = ticket, job, work
+
+    async def __call__(self, scope, receive, send) -> None:
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue = asyncio.Queue()
+        put = lambda *item: loop.call_soon_threadsafe(events.put_nowait, item)  # noqa: E731
+
+        async def produce() -> None:
+            try:
+                answer, asked = await self.ticket.run(lambda: self.work(put))
+                events.put_nowait(("done", answer, asked))
+            except BaseException as exc:  # noqa: BLE001 - handed to the stream, which reports it
+                if isinstance(exc, Cancelled):
+                    log("a client disconnected: its answer stopped being generated")
+                events.put_nowait(("error", exc))
+            finally:
+                self.ticket.release()
+
+        worker = asyncio.ensure_future(produce())
+        watcher = asyncio.ensure_future(until_disconnected(receive, self.job))
+        try:
+            await self._stream(events, scope, receive, send)
+        except OSError:  # the client is gone (uvicorn raises on a write to a closed socket)
+            self.job.cancel()
+        finally:
+            watcher.cancel()
+            if not worker.done():
+                self.job.cancel()
+
+    async def _stream(self, events: asyncio.Queue, scope, receive, send) -> None:
+        first = await events.get()  # the scope and corpus checks come before the first phase
+        if first[0] == "error":
+            if not isinstance(first[1], Cancelled):
+                await error_response(first[1])(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream; charset=utf-8"),
+                                (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]})
+        cid, created = chat.new_id(), int(time.time())
+
+        async def emit(text: str) -> None:
+            await send({"type": "http.response.body", "body": text.encode("utf-8"), "more_body": True})
+
+        await emit(chat.chunk(cid, created, {"role": "assistant", "content": ""}))
+        streamed: list[str] = []
+        live, item = True, first
+        while True:
+            kind = item[0]
+            if kind == "phase" and streamed:
+                live = False  # a later step: what follows may replace the text sent
+            elif kind == "text" and live:
+                streamed.append(item[1])
+                await emit(chat.chunk(cid, created, {"content": item[1]}))
+            elif kind == "done":
+                answer, asked = item[1], item[2]
+                await emit(chat.chunk(cid, created, {"content": chat.closing_text(answer, "".join(streamed))},
+                                      "stop", usage=chat.usage(answer), ragcli=chat.ragcli_field(answer, asked)))
+                break
+            elif kind == "error":
+                if isinstance(item[1], Cancelled):
+                    return
+                exc = item[1]
+                code = getattr(exc, "exit_code", 70)
+                message = str(exc) if isinstance(exc, RagcliError) else f"internal error: {type(exc).__name__}: {exc}"
+                await emit(chat.sse(error_body(message, "server_error", code)))
+                break
+            item = await events.get()
+        await emit(chat.DONE)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 1, waiting: int = 8):
+    """The ASGI application (no socket: `run` serves it)."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    admission = Admission(parallel, waiting)
+
+    async def models(request):
+        return JSONResponse({"object": "list", "data": [
+            {"id": chat.MODEL_ID, "object": "model", "created": 0, "owned_by": "ragcli",
+             "ragcli": {"chat_model": library.model_name}}]})
+
+    async def chat_completions(request):
+        data = await read_json(request)
+        question, history = chat.split_messages(data.get("messages"))
+        if not question.strip():
+            raise UsageError("the question is empty: the last user message has no text")
+        opts = dict(book=field(data, "book", list), k=field(data, "k", int, 10),
+                    max_tokens=field(data, "max_completion_tokens", int) or field(data, "max_tokens", int))
+        stream = field(data, "stream", bool, False)
+        asked: dict = {"asked": question, "question": question, "rewritten": False, "reason": "", "method": ""}
+
+        def prepare(model) -> str:
+            """The follow-up made standalone (conversation.standalone, with the leased model)."""
+            from ragcli.conversation import standalone
+
+            made = standalone(question, history, model)
+            asked.update(question=made.question, rewritten=made.rewritten, reason=made.reason, method=made.method)
+            return made.question
+
+        ticket, job = admission.admit(), Job()
+        if stream:
+            def work(put):
+                answer = library.ask(question, job=job, prepare=prepare, on_text=lambda t: put("text", t),
+                                     on_phase=lambda name: put("phase", name), **opts)
+                return answer, asked
+            return AnswerEvents(ticket, job, work)
+        answer = await run_watched(request, ticket, job, lambda: library.ask(question, job=job, prepare=prepare,
+                                                                              **opts))
+        return JSONResponse(chat.completion(answer, asked))
+
+    async def ask(request):
+        from ragcli.render.data import answer_data
+
+        data = await read_json(request)
+        question = field(data, "question", str, "")
+        opts = dict(book=field(data, "book", list), k=field(data, "k", int, 10),
+                    expand=field(data, "expand", bool, True), feedback=field(data, "feedback", bool, False),
+                    verify=field(data, "verify", bool, False), evidence=field(data, "evidence", bool, False),
+                    max_tokens=field(data, "max_tokens", int))
+        ticket, job = admission.admit(), Job()
+        answer = await run_watched(request, ticket, job, lambda: library.ask(question, job=job, **opts))
+        return JSONResponse(answer_data(answer))
+
+    async def search(request):
+        data = await read_json(request)
+        opts = dict(book=field(data, "book", list), k=field(data, "k", int, 10), mode=field(data, "mode", str, "hybrid"))
+        query = field(data, "query", str, "")
+        ticket, job = admission.admit(), Job()
+        return JSONResponse(await run_watched(request, ticket, job, lambda: library.search(query, job=job, **opts)))
+
+    async def blocking(fn: Callable):
+        ticket = admission.admit()
+        try:
+            return JSONResponse(await ticket.run(fn))
+        finally:
+            ticket.release()
+
+    async def books(request):
+        return await blocking(library.books)
+
+    async def topics(request):
+        return await blocking(library.summary_list)
+
+    async def summary_show(request):
+        number = request.query_params.get("number")
+        if number is not None and not number.isdigit():
+            raise UsageError(f"`number` must be a positive integer, not {number!r}")
+        topic = request.path_params["topic"]
+        return await blocking(lambda: library.summary_show(topic, int(number) if number else None))
+
+    async def summary_history(request):
+        topic = request.path_params["topic"]
+        return await blocking(lambda: library.summary_list(topic))
+
+    async def not_found(request, exc):
+        return JSONResponse(error_body(f"no such endpoint: {request.method} {request.url.path}", "not_found_error",
+                                       None), status_code=404)
+
+    async def not_allowed(request, exc):
+        return JSONResponse(error_body(f"{request.method} is not allowed on {request.url.path}",
+                                       "invalid_request_error", None), status_code=405)
+
+    def endpoint(handler):
+        """Every failure of a handler as a JSON error (no traceback reaches the client or the log)."""
+        async def guarded(request):
+            try:
+                return await handler(request)
+            except Exception as exc:  # noqa: BLE001 - reported as JSON, one line in the log for a bug
+                return error_response(exc)
+        return guarded
+
+    routes = [
+        Route("/v1/models", endpoint(models), methods=["GET"]),
+        Route("/v1/chat/completions", endpoint(chat_completions), methods=["POST"]),
+        Route("/search", endpoint(search), methods=["POST"]),
+        Route("/ask", endpoint(ask), methods=["POST"]),
+        Route("/books", endpoint(books), methods=["GET"]),
+        Route("/summaries", endpoint(topics), methods=["GET"]),
+        Route("/summaries/{topic}", endpoint(summary_show), methods=["GET"]),
+        Route("/summaries/{topic}/history", endpoint(summary_history), methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed})
+    app.state.admission = admission
+    return KeyCheck(app, api_key) if api_key else app
+
+
+class KeyCheck:
+    """ASGI middleware: every request needs `Authorization: Bearer KEY` (401 JSON otherwise)."""
+
+    def __init__(self, app, api_key: str):
+        self.app = app
+        self._key = ("Bearer " + api_key).encode("utf-8")
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._key):
+                from starlette.responses import JSONResponse
+
+                response = JSONResponse(error_body("missing or wrong API key: send the header "
+                                                   "`Authorization: Bearer KEY`", "unauthorized", None),
+                                        status_code=401, headers={"WWW-Authenticate": "Bearer"})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def run(library: Library, host: str, port: int, api_key: Optional[str], parallel: int, waiting: int) -> None:
+    """Serve until interrupted (uvicorn; its access log names method, path and status, never headers)."""
+    import uvicorn
+
+    check_bind(host, api_key)
+    app = create_app(library, api_key, parallel, waiting)
+    shown = f"[{host}]" if ":" in host else host
+    log(f"http://{shown}:{port}/v1 (OpenAI-compatible), model {library.model_name or 'none (extractive answers)'}, "
+        f"{parallel} at once, {waiting} queued, {'API key required' if api_key else 'no API key (loopback only)'}")
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            timeout_graceful_shutdown=5)
+    uvicorn.Server(config).run()

@@ -1,0 +1,249 @@
+"""One corpus and its models, loaded once, and what the servers offer of it.
+
+Each operation is the core call its CLI command makes, returning that command's `--json` shape
+(render/data.py), and raising the CLI's own errors (ragcli.errors) with the CLI's messages. The
+operations block: the servers run them in worker threads. Each thread keeps its own SQLite
+connection; chat models come from a pool of `parallel` instances (one llama.cpp context serves one
+generation at a time; the weights are memory-mapped, so the instances share them).
+
+A request that is no longer wanted (its client left) sets its `Job`; the callbacks ask passes to the
+core then raise `Cancelled`, which unwinds the generation at the next token (the model's stream is
+closed as the exception passes through it).
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Optional, Sequence
+
+from ragcli.errors import NotFoundError, UsageError
+
+EMPTY_QUESTION = "the question is empty: ask in a few words, e.g. `ragcli ask \"how to stop bleeding\"`"
+EMPTY_QUERY = "the query is empty: give a few words, e.g. `ragcli search tourniquet`"
+MAX_K = 50
+
+
+class Cancelled(Exception):
+    """The client went away: the work it asked for stops (not a RagcliError: nobody is told)."""
+
+
+@dataclass
+class Job:
+    """One request's cancellation flag, set from the server's event loop, read by the worker."""
+
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+    def check(self) -> None:
+        if self.cancelled.is_set():
+            raise Cancelled()
+
+
+class ModelPool:
+    """`models` loaded once; a generation leases one for its whole run."""
+
+    def __init__(self, models: Sequence):
+        self.size = len(models)
+        self.first = models[0] if models else None
+        self._free: queue.Queue = queue.Queue()
+        for m in models:
+            self._free.put(m)
+
+    @contextmanager
+    def lease(self) -> Iterator:
+        if not self.size:  # no model configured: extractive answers
+            yield None
+            return
+        model = self._free.get()
+        try:
+            yield model
+        finally:
+            self._free.put(model)
+
+
+class Library:
+    """The served corpus. `models`: chat-model instances (none: extractive answers);
+    `ingest_root`: the folder MCP's `ingest` may read (None: read-only)."""
+
+    def __init__(self, db_path: Path, embedder, models: Sequence = (), max_tokens: int = 512, grammar=None,
+                 ingest_root: Optional[Path] = None):
+        self.db_path = Path(db_path)
+        self.embedder = embedder
+        self.models = ModelPool(list(models))
+        self.max_tokens = max_tokens
+        self.grammar = grammar  # the --grammar-file constraining every answer (models.chat.Grammar)
+        self.ingest_root = ingest_root.resolve() if ingest_root else None
+        self._local = threading.local()
+        self._write = threading.Lock()  # one ingest at a time (each is its own transaction anyway)
+        self.conn()  # a missing or foreign corpus fails now, at start
+
+    @property
+    def model_name(self) -> Optional[str]:
+        return getattr(self.models.first, "name", None)
+
+    def conn(self):
+        """This thread's connection (SQLite connections are not shared between threads here)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            from ragcli.store import db
+
+            conn = self._local.conn = db.connect(self.db_path, create=False)
+        return conn
+
+    # -- read-only ------------------------------------------------------------------------------
+
+    def search(self, query: str, book: Optional[Sequence[str]] = None, k: int = 10, mode: str = "hybrid",
+               job: Optional[Job] = None) -> list[dict]:
+        """`ragcli search --json`."""
+        from ragcli.render.data import hits_data
+        from ragcli.search.pipeline import SearchOptions, check_scope, search
+
+        if not (query or "").strip():
+            raise UsageError(EMPTY_QUERY)
+        _check_k(k, 1000)
+        SearchOptions(mode=mode)  # an unknown mode fails before any work
+        conn = self.conn()
+        check_scope(conn, _books(book))
+        opts = SearchOptions(mode=mode, k=k, book_ids=_books(book))
+        phase = _checking(job)
+        result = search(conn, self.embedder if mode != "lexical" else None, query, opts, on_phase=phase)
+        return hits_data(result.hits)
+
+    def ask(self, question: str, book: Optional[Sequence[str]] = None, k: int = 10, expand: bool = True,
+            feedback: bool = False, verify: bool = False, evidence: bool = False,
+            max_tokens: Optional[int] = None, job: Optional[Job] = None,
+            on_text: Optional[Callable[[str], None]] = None,
+            on_phase: Optional[Callable[..., None]] = None,
+            prepare: Optional[Callable[[object], str]] = None):
+        """`ragcli ask`: the core's Answer (render with data.answer_data). `max_tokens`: at most the
+        server's own (a client cannot ask for more than the window was set up for). `on_text` gets the validated
+        text as it streams, `on_phase(name)` each step. `prepare(model)`, called with the leased model
+        before the question is asked, returns the question to ask (a follow-up made standalone)."""
+        from ragcli import ask as core
+        from ragcli.search.pipeline import check_scope
+
+        if not (question or "").strip():
+            raise UsageError(EMPTY_QUESTION)
+        _check_k(k, MAX_K)
+        if max_tokens is not None and max_tokens < 1:
+            raise UsageError(f"max_tokens must be 1 or more, not {max_tokens}")
+        conn = self.conn()
+        check_scope(conn, _books(book))
+        check = _checking(job)
+        opts = core.AskOptions(k=k, book_ids=_books(book), expand=expand, feedback=feedback,
+                               max_tokens=min(max_tokens or self.max_tokens, self.max_tokens), verify=verify, evidence=evidence,
+                               grammar=self.grammar)
+
+        def text(piece: str) -> None:
+            check()
+            if on_text:
+                on_text(piece)
+
+        def phase(name, *args, **kwargs) -> None:
+            check()
+            if on_phase:
+                on_phase(name)
+
+        def progress(event: str, info: dict) -> None:
+            check()
+
+        with self.models.lease() as model:
+            check()
+            if prepare is not None:
+                question = prepare(model)
+            return core.ask(conn, self.embedder, question, model, opts, on_text=text, on_phase=phase,
+                            on_progress=progress)
+
+    def books(self) -> list[dict]:
+        """`ragcli books --json`."""
+        from ragcli.render.data import books_data
+        from ragcli.store import corpus
+
+        return books_data(corpus.list_books(self.conn()))
+
+    def summary_list(self, topic: Optional[str] = None) -> object:
+        """`ragcli summary list TOPIC --json`; without a topic, `ragcli summary topics --json`."""
+        from ragcli import summary
+        from ragcli.render.data import summary_list_data, topics_data
+
+        if not (topic or "").strip():
+            return topics_data(summary.topics(self.conn()))
+        key, found = summary.history(self.conn(), topic)
+        return summary_list_data(" ".join(topic.split()), key, found)
+
+    def summary_show(self, topic: str, number: Optional[int] = None) -> dict:
+        """`ragcli summary show TOPIC [NUMBER] --json`."""
+        from ragcli import summary
+        from ragcli.render.data import summary_data
+
+        if number is not None and number < 1:
+            raise UsageError(f"the summary number must be 1 or more, not {number}")
+        return summary_data(summary.get(self.conn(), topic, number))
+
+    def read_passage(self, passage_id: int, neighbours: int = 1) -> dict:
+        """A passage with `neighbours` passages before and after it in its book."""
+        from ragcli.render.data import passage_data
+        from ragcli.store import passages
+
+        if not 0 <= neighbours <= 5:
+            raise UsageError(f"neighbours must be between 0 and 5, not {neighbours}")
+        hits = passages.around(self.conn(), passage_id, neighbours)
+        if not hits:
+            raise NotFoundError(f"no passage with id {passage_id} (ids come from search and ask results)")
+        return passage_data(hits, passage_id)
+
+    # -- writing (MCP --allow-ingest only) ---------------------------------------------------------
+
+    def ingest(self, path: str) -> list[dict]:
+        """`ragcli ingest PATH --json` for a file or folder under `ingest_root`; a file that fails is
+        reported in its entry (status "failed", error), as the CLI does."""
+        from ragcli.errors import RagcliError
+        from ragcli.ingest import pipeline
+        from ragcli.render.data import ingest_data
+
+        if self.ingest_root is None:
+            raise UsageError("ingesting is off: start the server with --allow-ingest FOLDER")
+        target = Path(path).expanduser()
+        if not target.is_absolute():
+            target = self.ingest_root / target
+        target = target.resolve()
+        if target != self.ingest_root and self.ingest_root not in target.parents:
+            raise UsageError(f"{path} is outside {self.ingest_root}, the folder this server may ingest from")
+        if not target.exists():
+            raise NotFoundError(f"{target}: no such file")
+        files = pipeline.discover([str(target)])
+        if not files:
+            raise UsageError("no supported files (PDF, EPUB, DOCX, HTML, ...) found there")
+        results = []
+        with self._write:
+            for f in files:
+                try:
+                    results.append(pipeline.ingest_file(self.conn(), f, self.embedder))
+                except RagcliError as exc:
+                    results.append(pipeline.IngestResult(str(f), "failed", error=str(exc), exit_code=exc.exit_code))
+        return ingest_data(results)
+
+
+def _books(book) -> Optional[list[str]]:
+    """A book id or a list of them (None or empty: every book)."""
+    if book is None or book == [] or book == "":
+        return None
+    return [book] if isinstance(book, str) else list(book)
+
+
+def _check_k(k: int, most: int) -> None:
+    if not isinstance(k, int) or not 1 <= k <= most:
+        raise UsageError(f"k must be between 1 and {most}, not {k}")
+
+
+def _checking(job: Optional[Job]) -> Callable[..., None]:
+    """A phase callback that stops the work when its job was cancelled."""
+    def check(*args, **kwargs) -> None:
+        if job is not None:
+            job.check()
+    return check

@@ -1,0 +1,73 @@
+"""Starting `ragcli serve` for the tests and benchmarks: a real subprocess on 127.0.0.1, with the
+test's model cache and a private copy of a corpus."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_env(cache: Path, home: Path) -> dict:
+    env = dict(os.environ)
+    for var in ("RAGCLI_MODEL", "RAGCLI_CONFIG", "RAGCLI_DEBUG", "RAGCLI_SERVE_KEY", "RAGCLI_DB"):
+        env.pop(var, None)
+    env.update(RAGCLI_CACHE=str(cache), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"),
+               XDG_CACHE_HOME=str(home / "cache"), PYTHONPATH=str(ROOT))
+    return env
+
+
+class Server:
+    """`python -m ragcli serve ARGS --port P` until stop(); `log` holds its stderr."""
+
+    def __init__(self, args: list, env: dict, log: Path, key: str = ""):
+        self.port = free_port()
+        self.log = log
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, "-m", "ragcli", "serve", *map(str, args),
+                                      "--port", str(self.port)], stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                                     env=env, cwd=ROOT)
+        self._wait(key)
+
+    def _wait(self, key: str, seconds: float = 180) -> None:
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ragcli serve exited: {self.log.read_text()[-3000:]}")
+            try:
+                req = urllib.request.Request(self.url + "/v1/models", headers={"Authorization": f"Bearer {key}"})
+                with urllib.request.urlopen(req, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (OSError, urllib.error.URLError):
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"ragcli serve not ready after {seconds} s: {self.log.read_text()[-3000:]}")
+
+    def rss_kb(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
