@@ -369,9 +369,9 @@ def ask_turn(conn, embedder, question: str, model=None, opts=None, conversation=
         on_standalone(made)
     answer = asking.ask(conn, embedder, made.question, model, opts, on_text=on_text, on_expanded=on_expanded,
                         on_phase=on_phase, on_progress=on_progress, reranker=reranker)
+    if made.seconds:  # the rewrite's one call, reported beside the answer's times
+        answer.timings["standalone"] = made.seconds
     timings = dict(answer.timings)
-    if made.seconds:
-        timings["standalone"] = made.seconds
     turn = Turn(conversation_id=0 if conversation is None else conversation.id, number=0, question=question,
                 standalone=made.question, rewritten=made.rewritten,
                 rewrite={"reason": made.reason, "method": made.method, "seconds": round(made.seconds, 4)},

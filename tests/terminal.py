@@ -97,3 +97,94 @@ def run(args, columns: int = 80, rows: int = 200, pipe_stdout: bool = False, env
     elapsed = time.monotonic() - start
     return Screen(proc.returncode, chunks, [line.rstrip() for line in screen.display], snapshots,
                   b"".join(piped).decode("utf-8", errors="replace") if pipe_stdout else None, elapsed)
+
+
+class Session:
+    """An interactive run: `python -m ragcli ARGS` with the pseudo-terminal as its controlling terminal
+    (so Ctrl-C, written as "\\x03", is a SIGINT as in a shell), the output fed to pyte, keys sent with
+    `send`. Cursor-position requests (ESC[6n, prompt_toolkit's) are answered as a terminal does.
+
+        s = Session(["chat", ...]); s.wait_for("›"); s.send("question\\r"); s.wait_for("Sources")
+        s.send("\\x04"); s.close()  # -> returncode
+    """
+
+    def __init__(self, args, columns: int = 100, rows: int = 60, env: dict | None = None):
+        import pyte
+
+        self.master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        environment = dict(env if env is not None else os.environ)
+        environment.update(COLUMNS=str(columns), LINES=str(rows), TERM="xterm-256color")
+
+        def controlling_terminal() -> None:  # in the child: a session whose terminal is the pty
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        self.start = time.monotonic()
+        self.proc = subprocess.Popen([sys.executable, "-m", "ragcli", *map(str, args)], stdin=slave, stdout=slave,
+                                     stderr=slave, cwd=ROOT, env=environment, close_fds=True,
+                                     preexec_fn=controlling_terminal)
+        os.close(slave)
+        self.screen = pyte.Screen(columns, rows)
+        self.stream = pyte.Stream(self.screen)
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.chunks: list[tuple[float, str]] = []
+        self.snapshots: list[list[str]] = []
+        self.closed = False
+
+    def _pump(self, wait: float) -> None:
+        if self.closed:
+            return
+        ready, _, _ = select.select([self.master], [], [], wait)
+        if not ready:
+            return
+        try:
+            data = os.read(self.master, 65536)
+        except OSError:
+            data = b""
+        if not data:
+            self.closed = True
+            return
+        text = self.decoder.decode(data)
+        self.chunks.append((time.monotonic() - self.start, text))
+        self.stream.feed(text)
+        for _ in range(text.count("\x1b[6n")):  # where the cursor is, 1-based
+            os.write(self.master, f"\x1b[{self.screen.cursor.y + 1};{self.screen.cursor.x + 1}R".encode())
+        self.snapshots.append([line.rstrip() for line in self.screen.display])
+
+    def wait_for(self, needle: str, timeout: float = 120, after: int = 0, line_start: bool = False) -> int:
+        """Read until `needle` is on screen (at the start of a line: `line_start`) in a snapshot taken
+        after snapshot number `after`; returns the number of snapshots then (pass it as `after` to wait
+        for the next time it shows)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for snap in self.snapshots[after:]:
+                if any(line.startswith(needle) if line_start else needle in line for line in snap):
+                    return len(self.snapshots)
+            if self.closed:
+                break
+            self._pump(0.05)
+        raise AssertionError(f"{needle!r} never shown; screen:\n" + self.text)
+
+    def send(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    @property
+    def raw(self) -> str:
+        return "".join(c for _, c in self.chunks)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line.rstrip() for line in self.screen.display).rstrip("\n")
+
+    def close(self, timeout: float = 60) -> int:
+        deadline = time.monotonic() + timeout
+        while not self.closed and time.monotonic() < deadline:
+            self._pump(0.05)
+        try:
+            code = self.proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            os.close(self.master)
+        return code

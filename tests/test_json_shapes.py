@@ -51,6 +51,9 @@ def test_readme_json_table_matches_every_command(cli, tmp_path, monkeypatch):
         "sync": ["sync", folder],
         "show": lambda: ["show", passage_id()],
         "open": lambda: ["open", passage_id()],
+        "ask -c": ["ask", "how is a torque wrench used?", "-c"],
+        "conversations show": ["conversations", "show", "1"],
+        "conversations list": ["conversations", "list"],
         "books remove": ["books", "remove", "faa-amt-handbook-sample"],
     }
     assert set(runs) == set(shapes), "a command of the docs/json.md table is not run here, or the reverse"

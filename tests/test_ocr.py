@@ -276,9 +276,11 @@ def test_ocr_progress_on_a_pipe_is_plain_lines_at_a_sensible_rate():
     err = io.StringIO()
     now = [100.0]
     with Progress("scan.pdf", False, Environment(stderr=err, stderr_isatty=False), clock=lambda: now[0]) as update:
-        update("pages", 1, 40)  # a text page of a mixed PDF: the clock starts
-        for page in range(2, 41):  # then 39 OCR'd pages, 2 s each
+        update("pages", 1, 40)  # the clock starts at the first page read
+        update("ocr", 1, 40)
+        for page in range(2, 41):  # then 39 more OCR'd pages, 2 s each
             now[0] += 2.0
+            update("pages", page, 40)
             update("ocr", page, 40)
         update("embed", 0, 90)
         update("embed", 90, 90)
@@ -288,6 +290,43 @@ def test_ocr_progress_on_a_pipe_is_plain_lines_at_a_sensible_rate():
     assert lines == ["scan.pdf: OCR 9/40 pages, 0.56 pages/s", "scan.pdf: OCR 17/40 pages, 0.53 pages/s",
                      "scan.pdf: OCR 25/40 pages, 0.52 pages/s", "scan.pdf: OCR 33/40 pages, 0.52 pages/s",
                      "scan.pdf: OCR 40/40 pages, 0.51 pages/s"]
+
+
+def test_ocr_progress_counts_the_pages_it_ocrs_in_a_text_pdf():
+    """A 227-page text PDF with 2 scanned pages: the lines count 2 pages OCR'd, not 227."""
+    import io
+
+    from ragcli.render.console import Environment
+    from ragcli.render.progress import Progress
+
+    err = io.StringIO()
+    now = [0.0]
+    with Progress("mixed.pdf", True, Environment(stderr=err, stderr_isatty=False), clock=lambda: now[0]) as update:
+        ocr_done = 0
+        for page in range(1, 228):
+            now[0] += 0.1 if page not in (100, 101) else 5.0
+            update("pages", page, 227)
+            ocr_done += page in (100, 101)
+            if ocr_done:
+                update("ocr", ocr_done, 227)
+    lines = err.getvalue().splitlines()
+    assert lines[-1].startswith("mixed.pdf: OCR 2 pages, at page 227/227, ")
+    assert all(" OCR 1 pages" in line or " OCR 2 pages" in line for line in lines), lines
+
+
+def test_cli_ingest_of_a_text_pdf_with_two_scanned_pages_counts_two(cli, tmp_path):
+    import pymupdf
+
+    mixed = tmp_path / "mixed.pdf"
+    with pymupdf.open() as doc:
+        with pymupdf.open(FIXTURE_PDFS["faa"]) as text, pymupdf.open(SCAN) as scan:
+            doc.insert_pdf(text)
+            doc.insert_pdf(scan, from_page=0, to_page=1)
+            doc.insert_pdf(text)
+        doc.save(mixed)
+    res = cli("ingest", mixed, "--id", "mixed")
+    assert res.exit_code == 0, res.stderr
+    assert "mixed.pdf: OCR 2 pages, at page 4/4, " in res.stderr and "OCR 4/4" not in res.stderr
 
 
 def test_cli_ingest_of_a_scan_into_a_pipe_reports_ocr_progress(cli):

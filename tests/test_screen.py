@@ -162,6 +162,35 @@ def test_books_shows_full_ids_at_80_columns(corpus_db):
     assert screen.returncode == 0
     for book_id in ("primer", "faa", "malawi", "heart"):
         assert any(re.search(rf"(^|\s){book_id}(\s|$)", line) for line in screen.text), screen.screen
+    lines = [line for line in screen.text if line.strip()]
+    assert all(len(line) <= 80 for line in lines), screen.screen
+    assert lines[0].split() == ["id", "title", "format", "pages", "passages"]  # no header cut
+    for book_id in ("primer", "faa", "malawi", "heart"):
+        row = next(line for line in lines if re.search(rf"^\s*{book_id}\s", line))
+        assert re.search(rf"^\s*{book_id}\s+\S", row), row  # the title follows the id
+    wide = terminal.run(["books"], columns=160)
+    assert wide.text[1].split()[-3:] == ["sections", "figures", "ingested"]
+
+
+def test_books_piped_is_one_tab_separated_line_per_book(corpus_db, cli):
+    res = cli("books")
+    assert res.exit_code == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].split("\t") == ["id", "title", "format", "pages", "ocr", "ocr_engine", "passages",
+                                     "sections", "figures", "ingested"]
+    rows = {line.split("\t")[0]: line.split("\t") for line in lines[1:]}
+    assert set(rows) == {"primer", "faa", "malawi", "heart"} and all(len(r) == 10 for r in rows.values())
+    books = {b["id"]: b for b in json.loads(cli("books", "--json").stdout)}
+    for book_id, row in rows.items():  # whole titles and numbers, no table drawing
+        assert row[1] == " ".join(books[book_id]["title"].split()) and row[6] == str(books[book_id]["passages"])
+    assert "─" not in res.stdout and "…" not in res.stdout
+
+
+def test_book_counts_are_compact():
+    from ragcli.render.terminal import compact
+
+    assert [compact(n) for n in (0, 999, 1000, 7821, 12345, 999_999, 1_234_567)] == \
+        ["0", "999", "1k", "7.8k", "12k", "999k", "1.2M"]
 
 
 SILENCED_LOAD = """

@@ -29,6 +29,10 @@ Decisions (documented here because the tests pin them):
   with unified dashes and quotes; a page range ``4-5`` not found as a key is looked up page by page.
 * Whitespace left by a removal is cleaned: no double spaces, no space before ``.,;:!?)]``, none after an
   opening bracket or at the start; newlines are kept. Text away from a removed mark is never changed.
+* A label that opens a sentence and also closed the sentence before it is shown once: "... clothing
+  [S3]. [S3] Use ..." -> "... clothing [S3]. Use ..." (not reported: it was valid).
+* Text that ends inside a mark (a reply cut by ``max_tokens`` or a broken stream: "(p. 99", "[S") is
+  never shown: when some ending would make it a citation mark it is removed ("unfinished citation").
 * Labels are one letter and a number (``S1``, ``F2``); the letters S and F, plus the first letter of every
   valid label, are recognised as label letters.
 
@@ -62,6 +66,7 @@ AMBIGUOUS_REFERENCE = "ambiguous reference"
 INVALID_RANGE = "invalid range"
 MALFORMED = "malformed citation"
 BOOK_REFERENCE = "book's own reference"
+UNFINISHED = "unfinished citation"
 BOOK_OPEN, BOOK_CLOSE = "⟨", "⟩"  # how a book's own citation-like mark is shown: never a bracket here
 
 _OPEN = {"[": "]", "(": ")", "【": "】", "［": "］"}
@@ -97,6 +102,8 @@ _NUM_VAL = re.compile(rf"^(?P<n>\d+)(?:\s*[{_DASH}]\s*(?P<n2>\d+))?$")
 _PAGE_VAL = re.compile(rf"^(?=.*\d|[ivxlcdm]+$)[0-9a-z]+(?:\s*[{_DASH}.]\s*[0-9a-z]+)*$", re.I)
 _FIG_VAL = re.compile(rf"^\d+(?:[{_DASH}.]\d+)*[a-z]?$", re.I)
 _CANONICAL = re.compile(r"\[([A-Z]\d+)\]")
+_KIND_WORDS = ("source", "passage", "ref", "figure", "page", "p.", "pp.", "section", "chapter")
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)]*")
 
 
 @dataclass
@@ -318,6 +325,8 @@ class _Engine:
         self._code_chain = False
         self._in_code = in_code
         self._after_mark = False  # a "," or ";" right after a mark is held with the whitespace
+        self._last_labels: list[str] = []  # the labels of the last mark written ...
+        self._since_mark = ""  # ... and what was written after it (whitespace aside)
         self.removed: list[RemovedCitation] = []
         self.citations: list[str] = []
 
@@ -353,6 +362,7 @@ class _Engine:
         return "".join(out)
 
     def _note(self, ch: str) -> None:
+        self._since_mark = self._since_mark[-8:] + ch
         self._last_out = self._prev_src = ch
         self._code_chain = self._after_mark = False
         if ch == "`":
@@ -373,6 +383,11 @@ class _Engine:
         if buf[i] not in _OPEN:
             return _NONE
         end = _find_close(buf, i, i + MAX_HOLD)
+        if end == _MORE and final and _half_mark(buf[i], buf[i + 1:], self._ctx):
+            # the text ends inside a mark (a cut reply): what was written of it is never shown
+            self._apply(out, _Group([], [RemovedCitation(buf[start:].rstrip(), UNFINISHED)]),
+                        self._sub(buf[i]), _OPEN[buf[i]])
+            return len(buf)
         if end == _MORE:
             return _NONE if final else _MORE
         if end == _NONE:
@@ -406,16 +421,21 @@ class _Engine:
         self.removed += sub.removed
         self._cite(sub.citations)
         self._last_out = self._prev_src = text[-1]
+        self._since_mark = (self._since_mark + text)[-9:]
         self._in_code = sub._in_code
         self._code_chain, self._after_mark = code, False
 
     def _apply(self, out: list[str], group: _Group, sub: "_Engine", closer: str) -> None:
         """Emit a citation mark in canonical form, or remove it and leave a gap."""
         self.removed += sub.removed + group.removed
-        if group.kept:
-            out.append(self._release("[") + "".join(f"[{lab}]" for lab in group.kept))
-            self._cite(group.kept)
+        kept = group.kept
+        if _SENTENCE_END.fullmatch(self._since_mark):  # "... [S3]. [S3] Use": the label is shown once
+            kept = [lab for lab in kept if lab not in self._last_labels]
+        if kept:
+            out.append(self._release("[") + "".join(f"[{lab}]" for lab in kept))
+            self._cite(kept)
             self._last_out = "]"
+            self._last_labels, self._since_mark = kept, ""
         elif self._gap_left is None:
             self._gap_left, self._ws = self._ws, ""
         else:
@@ -424,6 +444,22 @@ class _Engine:
 
     def _cite(self, labels: list[str]) -> None:
         self.citations += [lab for lab in labels if lab not in self.citations]
+
+
+def _half_mark(opener: str, written: str, ctx: _Context) -> bool:
+    """Is `written`, after `opener` with no closing bracket, the start of a citation mark ("(p. 99",
+    "[S", "(see pa")? It is when some ending (a number, the rest of a kind word) makes it one."""
+    if not written.strip() or "\n" in written or len(written) + 2 > MAX_SPAN or any(ch in _OPEN or ch in _CLOSE for ch in written):
+        return False  # a bracket inside: the inner marks are judged on their own, this one is text
+    word = re.search(r"[A-Za-z.]+$", written)
+    texts = [written, written + "1", written + " 1"] + [
+        written[:word.start()] + kind + " 1" for kind in _KIND_WORDS if word and kind.startswith(word[0].lower())]
+    for text in texts:
+        sub = _Engine(ctx, opener)
+        inner = sub.feed(text) + sub.flush()
+        if _parse_group(inner, opener in _SQUARE, ctx, bool(sub.removed), opener + text) is not None:
+            return True
+    return False
 
 
 class _AnyMark(frozenset):

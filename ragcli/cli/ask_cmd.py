@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from ragcli.cli.common import (
-    BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, open_db, warn,
+    BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn,
 )
 from ragcli.cli.options import (
     CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, RerankDepthOpt, RerankOpt, SeedOpt, TempOpt, ThreadsOpt, load_model,
@@ -16,6 +16,11 @@ from ragcli.cli.options import (
 FORMATS = ("text", "markdown")
 FormatOpt = Annotated[str, typer.Option("--format", metavar="text|markdown", help="text (the default), or "
                                         "markdown: a document with footnote sources, for notes.")]
+ContinueOpt = Annotated[bool, typer.Option("--continue", "-c", help="Continue the latest conversation: a "
+                                           "follow-up is read with the turns before it; the turn is saved.")]
+ConversationOpt = Annotated[Optional[str], typer.Option("--conversation", metavar="ID", show_default=False,
+                                                        help="Continue conversation ID (`ragcli conversations "
+                                                        "list`); the turn is saved.")]
 MaxTokOpt = Annotated[Optional[int], typer.Option("--max-tokens", help="Longest answer in tokens (default 512).",
                                                   show_default=False)]
 
@@ -37,11 +42,14 @@ def ask(
                                                         "the answer (llama.cpp format).", show_default=False)] = None,
     output: FormatOpt = "text",
     rerank: RerankOpt = None, rerank_depth: RerankDepthOpt = None,
+    cont: ContinueOpt = False, conversation: ConversationOpt = None,
     db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
 ) -> None:
-    """Answer a question from the books, citing only passages that were retrieved."""
+    """Answer a question from the books, citing only passages that were retrieved. With --continue or
+    --conversation the question is a turn of a conversation: a follow-up is made a standalone
+    question from the turns before it, and the turn is saved with its sources."""
     from ragcli import ask as core
-    from ragcli.render import data, terminal
+    from ragcli import conversation as chats
     from ragcli.render.stream import AnswerStream
     from ragcli.search.pipeline import check_scope
 
@@ -51,7 +59,15 @@ def ask(
         raise UsageError(f"unknown format '{output}' (choose from {', '.join(FORMATS)})")
     if not question.strip():  # before any work: no corpus opened, no model loaded
         raise UsageError("the question is empty: ask in a few words, e.g. `ragcli ask \"how to stop bleeding\"`")
+    conversation_id = None if conversation is None else chats.parse_id(conversation)
     conn = open_db(db, create=False)
+    talk = None
+    if conversation_id is not None:  # an unknown id fails here: nothing loaded, nothing written
+        talk = chats.get(conn, conversation_id)
+    elif cont:
+        talk = chats.latest(conn)
+        if talk is None:
+            info("no conversation yet: this question starts one")
     check_scope(conn, book)  # before the model loads
     embedder = embedder_for(conn, embed_model)
     chat_model, settings = load_model(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
@@ -60,29 +76,64 @@ def ask(
     opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
                            max_tokens=settings.max_tokens, show_prompt=show_prompt,
                            grammar=read_grammar(grammar_file), verify=verify, evidence=evidence, rerank_depth=depth)
+    if talk is not None or cont:
+        def call(**callbacks):
+            turn, answer = chats.ask_turn(conn, embedder, question, chat_model, opts, talk, reranker=reranker,
+                                          on_standalone=lambda made: show_standalone(stream, made), **callbacks)
+            return answer, turn
+    else:
+        def call(**callbacks):
+            return core.ask(conn, embedder, question, chat_model, opts, reranker=reranker, **callbacks), None
+    answer, turn = stream_answer(stream, call)
+    show_answer(stream, answer, json_out=json_out, output=output, evidence=evidence, show_prompt=show_prompt,
+                turn=turn)
+
+
+def stream_answer(stream, call):
+    """Run `call(on_text=..., on_expanded=..., on_phase=..., on_progress=...)` (ask, or a turn of a
+    conversation; it returns (Answer, extra)) with `stream` showing it live. Returns what it returns."""
     try:
-        answer = core.ask(conn, embedder, question, chat_model, opts, reranker=reranker, on_text=stream.on_text,
-                          on_expanded=stream.on_expanded, on_phase=stream.phase, on_progress=stream.on_progress)
+        answer, extra = call(on_text=stream.on_text, on_expanded=stream.on_expanded, on_phase=stream.phase,
+                             on_progress=stream.on_progress)
         stream.finish_text()
     finally:
         stream.clear()
     if answer.status == "no_answer":  # a streamed draft that is not the answer does not stay above the verdict
         stream.withdraw()
     answer.timings.update(stream.timings())
+    return answer, extra
+
+
+def show_standalone(stream, made) -> None:
+    """The standalone question a follow-up became, dimmed on stderr before retrieval (not in --json)."""
+    from ragcli.render.terminal import standalone_line
+
+    if made.rewritten and not stream.json_out:
+        stream.clear()
+        stream.err.print(standalone_line(made.question), highlight=False)
+
+
+def show_answer(stream, answer, *, json_out: bool, output: str = "text", evidence: bool = False,
+                show_prompt: bool = False, turn=None) -> None:
+    """The finished answer (JSON, Markdown or the terminal's), then removed citations on stderr.
+    ModelError after it when the model's stream was cut."""
+    from ragcli.render import data, terminal
+
     if answer.prompt and show_prompt:
         console(stderr=True).print(answer.prompt, markup=False, highlight=False)
     if json_out:
-        data.print_json(data.answer_data(answer))
+        data.print_json(data.answer_data(answer) if turn is None else data.turn_data(turn, answer))
     elif output == "markdown":
         from ragcli.render.markdown import answer_markdown
 
         stream.console.print(answer_markdown(answer), markup=False, highlight=False, end="")
     else:
         terminal.print_answer(stream.console, answer, streamed=stream.live, evidence=evidence)
+        if turn is not None and turn.number:
+            console(stderr=True).print(terminal.turn_saved_line(turn), highlight=False)
     for removed in answer.removed_citations:  # after the answer, never inside it
         warn(f"removed citation {removed.text!r}: {removed.reason}")
     if any(w.code == "stream_cut" for w in answer.warnings):  # the part received was shown, validated
         from ragcli.errors import ModelError
 
         raise ModelError(answer.notice or "the model's reply was cut")
-

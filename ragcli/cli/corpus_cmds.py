@@ -114,7 +114,7 @@ def books(ctx: typer.Context, db: DbOpt = None, json_out: JsonOpt = False) -> No
         return
     from ragcli.store import corpus as store
     from ragcli.render.data import books_data, print_json
-    from ragcli.render.terminal import books_table
+    from ragcli.render.terminal import books_lines, books_table
 
     conn = open_db(db, create=False)  # a mistyped --db is refused, not created
     rows = store.list_books(conn)
@@ -124,7 +124,10 @@ def books(ctx: typer.Context, db: DbOpt = None, json_out: JsonOpt = False) -> No
         info("the corpus is empty: add a book with `ragcli ingest BOOK.pdf`")
     else:
         out = console()
-        out.print(books_table(rows, out.width if out.is_terminal else None))
+        if out.is_terminal:
+            out.print(books_table(rows, out.width))
+        else:  # piped: plain tab-separated lines, whole titles and numbers
+            out.file.write("".join(line + "\n" for line in books_lines(rows)))
         for book in rows:
             if book.warnings:
                 warn(escape(f"{book.id}: " + "; ".join(book.warnings)))

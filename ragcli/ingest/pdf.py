@@ -343,27 +343,43 @@ def page_labels(pages: list[RawPage], printed: dict[int, str]) -> dict[int, str]
 
 
 def first_page_title(pages: list[RawPage]) -> str:
-    """The longest run of lines in the largest font on the first page with text (a title page)."""
+    """The title page's title: of the first pages with text (running headers already removed), the
+    longest run of lines in the largest font that reads as a title (`plausible_title`); a larger
+    run that does not (a journal's margin line "Clinical Science \ufffdwww.clinsci.org", a cover's
+    lettering read as "F 0ooT") gives way to the next size."""
     for p in pages[:3]:
         lines = [(i, line) for i, b in enumerate(p.blocks) for line in b.lines
                  if re.search(r"[A-Za-z]{3}", line.text)]
-        if not lines:
-            continue
-        top = max(round(line.size, 1) for _, line in lines)
-        runs: list[list[str]] = []
-        last = None
-        for i, line in lines:
-            if round(line.size, 1) != top:
-                last = None
-                continue
-            if last is None or i != last:  # a run stays inside one block
-                runs.append([])
-            runs[-1].append(line.text.strip())
-            last = i
-        best = max((" ".join(r) for r in runs), key=len)
-        best = ARTICLE_KIND_RE.sub("", best)  # "Research Article Patient Experiences ..." 
-        return best[:200].rstrip(" ,:;") if len(best) >= 4 else ""
+        for size in sorted({round(line.size, 1) for _, line in lines}, reverse=True):
+            runs: list[list[str]] = []
+            last = None
+            for i, line in lines:
+                if round(line.size, 1) != size:
+                    last = None
+                    continue
+                if last is None or i != last:  # a run stays inside one block
+                    runs.append([])
+                runs[-1].append(line.text.strip())
+                last = i
+            titles = [ARTICLE_KIND_RE.sub("", " ".join(r))[:200].rstrip(" ,:;") for r in runs]
+            titles = [title for title in titles if plausible_title(title)]  # "Research Article Patient ..."
+            if titles:
+                return max(titles, key=len)
     return ""
+
+
+JUNK_CHARS = re.compile(r"[\ufffd\x00-\x08\x0b-\x1f\x7f-\x9f\ue000-\uf8ff]")  # replacement, control, private use
+NOT_A_TITLE = re.compile(r"www\.|https?:|\bdoi\b|@|\b[A-Za-z]+\d+[A-Za-z]*\b|\b\d+[A-Za-z]+\d*\b", re.I)
+
+
+def plausible_title(text: str) -> bool:
+    """A title is words: two or more of letters, mostly letters, no junk character, no address, no
+    word mixing letters and digits (what a bad text layer makes of a cover's lettering). A number on
+    its own ("Volume 2", "2-15") is fine."""
+    words = re.findall(r"[^\W\d_]{2,}", text)
+    letters = sum(ch.isalpha() for ch in text)
+    return (len(words) >= 2 and letters >= 0.6 * len(text.replace(" ", ""))
+            and not JUNK_CHARS.search(text) and not NOT_A_TITLE.search(text))
 
 
 def _good_title(meta_title: str) -> str:
@@ -371,7 +387,7 @@ def _good_title(meta_title: str) -> str:
     t = meta_title.strip()
     if len(t) < 4 or not re.search(r"[A-Za-z]{3,}\s+[A-Za-z]{2,}", t) or t.lower().startswith("microsoft"):
         return ""
-    return t
+    return t if plausible_title(t) else ""
 
 
 def _section_at(sections: list[Section], page: int, caption: str = "") -> list[str]:

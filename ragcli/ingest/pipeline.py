@@ -87,8 +87,12 @@ def parse_file(path: Path, password: Optional[str], title: Optional[str],
     from ragcli.ingest import ocr as ocr_mod
     from ragcli.ingest import pdf
 
-    on_page = (lambda done, total, ocr_done: progress("ocr" if ocr_done else "pages", done, total)) \
-        if progress else None
+    def on_page(done: int, total: int, ocr_done: int) -> None:
+        progress("pages", done, total)
+        if ocr_done:  # pages read by OCR so far, of the book's pages
+            progress("ocr", ocr_done, total)
+
+    on_page = on_page if progress else None
     engine = (lambda: ocr_mod.make_engine(ocr_engine)) if ocr_engine else None
     if path.suffix.lower() in EBOOK_SUFFIXES:
         from ragcli.ingest import ebook

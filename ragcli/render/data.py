@@ -265,3 +265,36 @@ def eval_data(report, per_query: bool) -> dict:
 
 def _rounded(metrics: dict) -> dict:
     return {key: round(value, 4) for key, value in metrics.items()}
+
+
+# -- conversations --------------------------------------------------------------------------------
+
+def turn_data(turn, answer=None) -> dict:
+    """`ask -c --json` (with the live `answer`: ask's shape plus the turn's fields) and each turn of
+    `conversations show --json` (the saved turn alone). `question` is as asked; `standalone_question`
+    is what retrieval, the prompt and the checks ran on."""
+    head = {"conversation_id": turn.conversation_id, "turn": turn.number, "question": turn.question,
+            "standalone_question": turn.standalone, "rewritten": turn.rewritten,
+            "rewrite": dict(turn.rewrite)}
+    if answer is not None:
+        return {**head, **{k: v for k, v in answer_data(answer).items() if k != "question"}}
+    return {**head, "answer": turn.answer, "status": turn.status, "notice": turn.notice,
+            "expanded_query": turn.expanded_query, "stale": turn.stale, "stale_sources": turn.stale_sources,
+            "citations": [s.label for s in turn.sources if s.cited], "model": turn.model,
+            "created_at": turn.created_at,
+            "claims": claims_data(turn.claims, quoted=turn.status == "extractive"),
+            "removed_citations": [to_data(r) for r in turn.removed_citations],
+            "timings": turn.timings, "sources": [summary_source_data(s) for s in turn.sources]}
+
+
+def conversation_row(conversation) -> dict:
+    """One conversation in `conversations list --json`."""
+    return {"id": conversation.id, "title": conversation.title, "turn_count": conversation.turn_count,
+            "book_ids": conversation.book_ids, "created_at": conversation.created_at,
+            "updated_at": conversation.updated_at}
+
+
+def conversation_data(conversation) -> dict:
+    """`conversations show --json` and `conversations export --format json`."""
+    return {**conversation_row(conversation), "stale": any(t.stale for t in conversation.turns),
+            "turns": [turn_data(t) for t in conversation.turns]}

@@ -82,3 +82,32 @@ def summary_markdown(summary: Summary) -> str:
             lines.append(_footnote(s.label, s.book_title or s.book_id, " › ".join(s.section_path or []),
                                    s.page_label, s.page_start, s.figure_number if s.kind == "figure" else None))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def conversation_markdown(conversation) -> str:
+    """`conversations export ID --format markdown`: each turn a section (the question as asked, the
+    standalone question it became, the answer with footnotes). Labels restart at S1 in every turn,
+    so footnotes are named by turn: `[^2-S1]` is turn 2's S1."""
+    books = f", books: {', '.join(conversation.book_ids)}" if conversation.book_ids else ""
+    lines = [f"# {conversation.title.strip()}", "",
+             f"*Conversation {conversation.id}, started {conversation.created_at.replace('T', ' ')[:16]}, "
+             f"{len(conversation.turns)} turns{books}*", ""]
+    for t in conversation.turns:
+        lines += [f"## {t.number}. {t.question.strip()}", ""]
+        if t.rewritten:
+            lines += [f"*Read as: {t.standalone}*", ""]
+        if t.stale:
+            lines += [f"> **Stale:** the books changed since; gone: {', '.join(t.stale_sources)}", ""]
+        if t.notice:
+            lines += [f"> {t.notice}", ""]
+        text = _LABEL.sub(lambda m, n=t.number: f"[^{n}-{m.group(1)}]", t.answer) if t.answer else "*No answer.*"
+        lines += [text, ""]
+        if t.status == "extractive":
+            lines += ["*Sentences quoted from the book (no model was used); they may not answer the question.*", ""]
+        notes = [f"[^{t.number}-{s.label}]: " + _where(s.book_title or s.book_id, " › ".join(s.section_path or []),
+                                                      s.page_label, s.page_start,
+                                                      s.figure_number if s.kind == "figure" else None)
+                 for s in t.sources if s.cited]
+        if notes:
+            lines += notes + [""]
+    return "\n".join(lines).rstrip() + "\n"

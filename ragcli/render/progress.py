@@ -2,8 +2,13 @@
 
 On a terminal: a rich bar (transient). Elsewhere (a pipe, a log file, `--json`): the rich bar would
 write control codes or nothing, so OCR, the one phase slow enough to need it (seconds a page), gets
-plain lines instead: `scan.pdf: OCR 12/227 pages, 0.31 pages/s`, at most one every PLAIN_EVERY
-seconds, and one when the last page is done. Fast phases (text pages, embedding) print nothing there.
+plain lines instead: `scan.pdf: OCR 12/227 pages, 0.31 pages/s` (every page read so far was OCR'd) or
+`mixed.pdf: OCR 2 pages, at page 227/227, 0.05 pages/s` (a text PDF with a few scanned pages), at most
+one every PLAIN_EVERY seconds, and one when the last page is read. The count is of the pages OCR'd.
+Fast phases (text pages, embedding) print nothing there.
+
+The core calls `update(phase, done, total)`: "pages" after each page read (`done` of the book's
+`total`), then "ocr" with the number of pages OCR'd so far once any was, "embed" for passages.
 """
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from typing import Callable, Optional
 
 from ragcli.render.console import Environment
 
-PHASES = {"pages": "reading pages", "ocr": "reading pages (OCR)", "embed": "embedding passages"}
+PHASES = {"pages": "reading pages", "embed": "embedding passages"}
 PLAIN_EVERY = 15.0  # seconds between two plain progress lines
 
 
@@ -28,6 +33,7 @@ class Progress:
         self.bar, self.tasks = None, {}
         self._start: Optional[float] = None
         self._last_line: Optional[float] = None
+        self._read = 0  # pages read so far (the "pages" phase)
 
     def __enter__(self):
         if self.plain:
@@ -41,29 +47,32 @@ class Progress:
         return self.update
 
     def update(self, phase: str, done: int, total: int) -> None:
-        label = PHASES.get(phase, phase)
+        if phase == "ocr":  # the pages bar says how many were OCR'd (OCR is slow: and how fast)
+            speed = next((t.speed for t in self.bar.tasks if t.id == self.tasks.get("pages")), None)
+            rate = f", {speed:.2f} pages/s" if speed else ""
+            self.bar.update(self.tasks["pages"], description=f"{self.name}: {PHASES['pages']} ({done} by OCR{rate})")
+            return
         if phase not in self.tasks:
-            self.tasks[phase] = self.bar.add_task(f"{self.name}: {label}", total=total)
-        if phase == "ocr":  # OCR is slow: say how fast it goes
-            speed = next((t.speed for t in self.bar.tasks if t.id == self.tasks[phase]), None)
-            label += f", {speed:.2f} pages/s" if speed else ""
-        self.bar.update(self.tasks[phase], completed=done, total=total, description=f"{self.name}: {label}")
+            self.tasks[phase] = self.bar.add_task(f"{self.name}: {PHASES.get(phase, phase)}", total=total)
+        self.bar.update(self.tasks[phase], completed=done, total=total)
 
     def plain_update(self, phase: str, done: int, total: int) -> None:
-        """Pages are counted from the first page read (text pages of a mixed PDF count as pages)."""
+        """The clock starts at the first page read (text pages of a mixed PDF count)."""
         now = self.clock()
-        if phase in ("pages", "ocr") and self._start is None:
-            self._start = now
+        if phase == "pages":
+            self._read = done
+            self._start = now if self._start is None else self._start
         if phase != "ocr":
             return
         if self._last_line is None:
             self._last_line = self._start  # the first line after PLAIN_EVERY seconds, not at page 1
-        if done < total and now - self._last_line < PLAIN_EVERY:
+        if self._read < total and now - self._last_line < PLAIN_EVERY:
             return
         self._last_line = now
         elapsed = now - self._start
         rate = f", {done / elapsed:.2f} pages/s" if elapsed > 0 else ""
-        self.env.stderr.write(f"{self.name}: OCR {done}/{total} pages{rate}\n")
+        count = f"{done}/{total} pages" if done == self._read else f"{done} pages, at page {self._read}/{total}"
+        self.env.stderr.write(f"{self.name}: OCR {count}{rate}\n")
         self.env.stderr.flush()
 
     def __exit__(self, *exc):

@@ -27,6 +27,7 @@ re_words = re.compile(r"(\n|[ \t]+)")
 PHASES = {
     "expand": "finding the book's terms near the question",
     "rewrite": "rewriting the question",
+    "standalone": "reading the follow-up with the conversation",
     "search": "searching",
     "prompt": "reading the prompt",
     "write": "writing",

@@ -117,27 +117,60 @@ def _wrap(text: str, width: int, max_lines: int) -> list[str]:
     return kept
 
 
+BOOK_COLUMNS = ("id", "title", "format", "pages", "ocr", "ocr_engine", "passages", "sections", "figures", "ingested")
+
+
+def compact(n: int) -> str:
+    """A count in at most 4 characters: 980, 7.8k, 78k, 1.2M."""
+    if n < 1000:
+        return str(n)
+    for unit, size in (("k", 1_000), ("M", 1_000_000)):
+        if n < 10 * size:
+            return f"{n / size:.1f}".rstrip("0").rstrip(".") + unit
+        if n < 1000 * size:
+            return f"{n // size}{unit}"
+    return f"{n // 1_000_000_000}G"
+
+
 def books_table(books: list[Book], width: int | None = None):
-    """The id (what --book takes) is never cut; the title wraps; the date goes first when narrow."""
+    """Books on a terminal of `width` columns (80 at least): id and title first, the id (what --book
+    takes) never cut, the title cut with an ellipsis to what is left, counts compact; sections,
+    figures and the date only when there is room (100 columns)."""
     from rich import box
     from rich.table import Table
 
+    width = max(width or 80, 80)
+    rows = [book_row(b, compact) for b in books]
+
+    def title_room(cols: list[str]) -> int:
+        fixed = sum(max([len(c)] + [len(r[c]) for r in rows]) for c in cols if c != "title")
+        return width - fixed - 3 * (len(cols) - 1) - 2  # cell padding and separators, the two edges
+
+    cols = ["id", "title", "format", "pages"] + (["ocr"] if any(b.ocr_pages for b in books) else []) + ["passages"]
+    if title_room(cols + ["sections", "figures", "ingested"]) >= 30:
+        cols += ["sections", "figures", "ingested"]
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    cols = ["id", "title", "format", "pages", "sections", "figures", "passages", "ingested"]
-    if width and width < 100:
-        cols.remove("ingested")
-    id_width = len(max((b.id for b in books), key=len, default=""))
     for col in cols:
-        numeric = col in ("pages", "sections", "figures", "passages")
-        table.add_column(col, justify="right" if numeric else "left", no_wrap=col != "title",
-                         min_width=id_width if col == "id" else (12 if col == "title" else None))
-    for b in books:
-        pages = str(b.page_count) + (f" ({b.ocr_pages} OCR, {b.ocr_engine})" if b.ocr_pages else "")
-        row = {"id": _escape(b.id), "title": _escape(b.title), "format": b.format or "", "pages": pages,
-               "sections": str(b.sections), "figures": str(b.figures), "passages": str(b.passages),
-               "ingested": b.ingested_at[:10]}
-        table.add_row(*(row[c] for c in cols))
+        numeric = col in ("pages", "ocr", "passages", "sections", "figures")
+        table.add_column(col, justify="right" if numeric else "left", no_wrap=True, overflow="ellipsis",
+                         max_width=max(title_room(cols), 8) if col == "title" else None)
+    for r in rows:
+        table.add_row(*(_escape(r[c]) for c in cols))
     return table
+
+
+def book_row(b: Book, number=str) -> dict[str, str]:
+    """One book's cells by column name (BOOK_COLUMNS), counts written by `number`."""
+    return {"id": b.id, "title": " ".join(b.title.split()), "format": b.format or "",
+            "pages": number(b.page_count), "ocr": number(b.ocr_pages) if b.ocr_pages else "",
+            "ocr_engine": b.ocr_engine if b.ocr_pages else "",
+            "passages": number(b.passages), "sections": number(b.sections), "figures": number(b.figures),
+            "ingested": b.ingested_at[:10]}
+
+
+def books_lines(books: list[Book]) -> list[str]:
+    """Books for a pipe: a header and one tab-separated line per book, every column, whole values."""
+    return ["\t".join(BOOK_COLUMNS)] + ["\t".join(book_row(b)[c] for c in BOOK_COLUMNS) for b in books]
 
 
 def print_info(console, data: dict) -> None:
@@ -444,3 +477,79 @@ def topics_table(rows: list[dict]):
     for r in rows:
         table.add_row(_escape(r["topic"]), str(r["count"]), f"#{r['latest_number']}", _date(r["latest_at"]))
     return table
+
+
+# -- conversations --------------------------------------------------------------------------------
+
+def standalone_line(question: str) -> str:
+    """The standalone question a follow-up became, dimmed (before retrieval)."""
+    return f"[dim]→ {_escape(question)}[/]"
+
+
+def turn_saved_line(turn) -> str:
+    return f"[dim]conversation {turn.conversation_id}, turn {turn.number} saved[/]"
+
+
+def conversations_table(rows):
+    """`conversations list`: id, turns, last and first date, the first question."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD)
+    for col in ("id", "turns", "last turn", "started", "first question"):
+        table.add_column(col, justify="right" if col in ("id", "turns") else "left")
+    for c in rows:
+        table.add_row(str(c.id), str(c.turn_count), _date(c.updated_at), _date(c.created_at),
+                      _escape(snippet(c.title, 60)))
+    return table
+
+
+def print_conversation(console, conversation) -> None:
+    """Every turn: the question (and the standalone question it became), the answer, its status,
+    staleness and cited sources."""
+    books = f" · books: {', '.join(conversation.book_ids)}" if conversation.book_ids else ""
+    console.print(f"[bold]Conversation {conversation.id}[/] · {len(conversation.turns)} turns · started "
+                  f"{_date(conversation.created_at)}{books}", highlight=False)
+    for t in conversation.turns:
+        console.print(f"\n[bold]{t.number}. {_escape(t.question)}[/]", highlight=False)
+        if t.rewritten:
+            console.print(standalone_line(t.standalone), highlight=False)
+        meta = [t.status, _date(t.created_at)]
+        if t.model:
+            meta.append(str(t.model.get("name") or t.model.get("file") or ""))
+        console.print(f"[dim]{_escape(' · '.join(m for m in meta if m))}[/]", highlight=False)
+        if t.stale:
+            console.print(f"[bold red]stale:[/] the books changed since; gone: {', '.join(t.stale_sources)}",
+                          highlight=False)
+        if t.notice:
+            console.print(f"[yellow]{_escape(t.notice)}[/]", highlight=False)
+        if t.answer:
+            console.print(styled_answer(t.answer))
+        cited = [s for s in t.sources if s.cited]
+        for s in cited:
+            console.print("  " + summary_source_line(s), highlight=False)
+
+
+def print_answer_sources(console, answer) -> None:
+    """`/sources` in chat: the passages the last answer was given, the cited ones first."""
+    cited = [s for s in answer.sources if s.label in answer.citations]
+    other = [s for s in answer.sources if s.label not in answer.citations]
+    console.print(f"[bold]The last answer's passages[/] [dim]({len(answer.sources)}; `/show S1` prints one)[/]",
+                  highlight=False)
+    if cited:
+        console.print("[bold]Sources[/]")
+        for s in cited:
+            console.print(source_line(s), highlight=False)
+    if other:
+        console.print("[dim]Other retrieved passages[/]" if cited else "[bold]Retrieved passages[/]")
+        for s in other:
+            console.print(f"[dim]{source_line(s)}[/]", highlight=False)
+
+
+def print_passage(console, source) -> None:
+    """`/show S2` in chat: the whole passage with where it is."""
+    h = source.hit
+    where = f"Figure {h.figure_number}, " if h.kind == "figure" else ""
+    console.print(f"[bold]Passage {source.label}[/] · {_escape(h.book_title)} — {_escape(h.section_str)}, "
+                  f"{where}p. {h.page_label} (pdf {h.page_start})", highlight=False)
+    console.print(h.text, markup=False, highlight=False)

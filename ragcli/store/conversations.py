@@ -1,4 +1,4 @@
-"""Every SQL statement of conversations (tables from migration m007_conversations).
+"""Every SQL statement of conversations (tables from migration m008_conversations).
 
 `insert_turn` is the only writer of turns: it takes the next number of the conversation inside one
 BEGIN IMMEDIATE transaction, so two `ask -c` running at once on one conversation get 2 and 3, never 2

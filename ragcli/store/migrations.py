@@ -228,3 +228,61 @@ def m007_files_and_folders(conn) -> None:
     conn.execute("CREATE INDEX files_book ON files(book_id)")
     conn.execute("CREATE INDEX files_hash ON files(file_hash)")
     conn.execute("CREATE TABLE folders (path TEXT PRIMARY KEY, added_at TEXT NOT NULL, synced_at TEXT)")
+
+
+@step
+def m008_conversations(conn) -> None:
+    """Conversations (issue 25): each turn keeps the question as asked, the standalone question
+    retrieval ran on, the answer, its status and model, and its sources copied as summaries keep them
+    (text and hash: a turn still reads back, and is recognised as stale, after its book was removed or
+    re-ingested). Turn numbers are 1, 2, 3, ... per conversation: the schema refuses a duplicate and
+    `store.conversations.insert_turn` picks the next number inside BEGIN IMMEDIATE. AUTOINCREMENT: a
+    deleted conversation's id is never given again."""
+    conn.execute(
+        """CREATE TABLE conversations (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            title TEXT NOT NULL,          -- the first question as asked
+            book_ids TEXT NOT NULL,       -- JSON list of the --book scope of its first turn, [] for all
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL      -- when its latest turn was saved (`ask -c` continues the latest)
+        )""")
+    conn.execute("CREATE INDEX conversations_updated ON conversations(updated_at)")
+    conn.execute(
+        """CREATE TABLE conversation_turns (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            number INTEGER NOT NULL CHECK (number >= 1),
+            question TEXT NOT NULL,       -- as asked
+            standalone TEXT NOT NULL,     -- what retrieval, the prompt and the checks ran on
+            rewritten INTEGER NOT NULL,   -- 1 when standalone differs from question
+            rewrite TEXT NOT NULL,        -- JSON: reason, method ('model' | 'carried' | ''), seconds
+            answer TEXT NOT NULL,
+            status TEXT NOT NULL,         -- the answer's status (answered, extractive, no_answer, ...)
+            notice TEXT,
+            expanded_query TEXT,
+            model TEXT,                   -- JSON: the chat model's name and parameters, NULL if none
+            claims TEXT NOT NULL,         -- JSON list of per-claim support at answer time
+            removed_citations TEXT NOT NULL,  -- JSON list
+            timings TEXT NOT NULL,        -- JSON: seconds per step, the rewrite's included
+            created_at TEXT NOT NULL,
+            UNIQUE (conversation_id, number)
+        )""")
+    conn.execute(
+        """CREATE TABLE turn_sources (
+            turn_id INTEGER NOT NULL REFERENCES conversation_turns(id) ON DELETE CASCADE,
+            label TEXT NOT NULL,          -- S1, F1 as given to the model
+            cited INTEGER NOT NULL,       -- 1 when the answer cites it
+            passage_id INTEGER NOT NULL,  -- no foreign key: the passage may be gone later
+            book_id TEXT NOT NULL,
+            book_title TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            figure_number TEXT,
+            section_path TEXT NOT NULL,   -- JSON list
+            page_start INTEGER NOT NULL,
+            page_end INTEGER NOT NULL,
+            page_label TEXT NOT NULL,
+            text TEXT NOT NULL,           -- the passage as it was shown
+            text_hash TEXT NOT NULL,      -- sha256 of it (passages.text_hash)
+            PRIMARY KEY (turn_id, label)
+        )""")
+    conn.execute("CREATE INDEX turn_sources_book_hash ON turn_sources(book_id, text_hash)")

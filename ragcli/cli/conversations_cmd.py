@@ -1,0 +1,91 @@
+"""conversations list / show / delete / export: the conversations kept in the corpus file."""
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ragcli.cli.common import DbOpt, JsonOpt, app, console, handle_errors, info, open_db
+
+conversations_app = typer.Typer(
+    no_args_is_help=True,
+    help="Conversations (`ragcli chat`, `ragcli ask -c`) kept in the corpus file, each turn with its sources.",
+)
+app.add_typer(conversations_app, name="conversations")
+
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="Conversation id (see `ragcli conversations list`).")]
+EXPORT_FORMATS = ("markdown", "json")
+
+
+@conversations_app.command("list")
+@handle_errors
+def conversations_list(db: DbOpt = None, json_out: JsonOpt = False) -> None:
+    """Every conversation: id, turns, dates and its first question, most recently continued first."""
+    from ragcli import conversation as core
+    from ragcli.render.data import conversation_row, print_json
+    from ragcli.render.terminal import conversations_table
+
+    rows = core.conversations(open_db(db, create=False))
+    if json_out:
+        print_json([conversation_row(c) for c in rows])
+    elif not rows:
+        info("no conversations yet: start one with `ragcli chat` or `ragcli ask -c \"...\"`")
+    else:
+        console().print(conversations_table(rows))
+
+
+@conversations_app.command("show")
+@handle_errors
+def conversations_show(conversation: IdArg, db: DbOpt = None, json_out: JsonOpt = False) -> None:
+    """Every turn of a conversation: the question, the standalone question it became, the answer and
+    its cited sources (no model needed); a turn whose sources changed is marked stale."""
+    from ragcli import conversation as core
+    from ragcli.render.data import conversation_data, print_json
+    from ragcli.render.terminal import print_conversation
+
+    cid = core.parse_id(conversation)
+    found = core.get(open_db(db, create=False), cid)
+    if json_out:
+        print_json(conversation_data(found))
+    else:
+        print_conversation(console(), found)
+
+
+@conversations_app.command("export")
+@handle_errors
+def conversations_export(
+    conversation: IdArg,
+    output: Annotated[str, typer.Option("--format", metavar="markdown|json",
+                                        help="markdown (the default): a document with footnote sources; json.")]
+    = "markdown",
+    db: DbOpt = None,
+) -> None:
+    """A conversation as one document on stdout."""
+    from ragcli import conversation as core
+    from ragcli.errors import UsageError
+    from ragcli.render.data import conversation_data, print_json
+    from ragcli.render.markdown import conversation_markdown
+
+    if output not in EXPORT_FORMATS:
+        raise UsageError(f"unknown format '{output}' (choose from {', '.join(EXPORT_FORMATS)})")
+    cid = core.parse_id(conversation)
+    found = core.get(open_db(db, create=False), cid)
+    if output == "json":
+        print_json(conversation_data(found))
+    else:
+        console().print(conversation_markdown(found), markup=False, highlight=False, end="", soft_wrap=True)
+
+
+@conversations_app.command("delete")
+@handle_errors
+def conversations_delete(conversation: IdArg, db: DbOpt = None, json_out: JsonOpt = False) -> None:
+    """Delete a conversation with its turns. Its id is never given again."""
+    from ragcli import conversation as core
+    from ragcli.render.data import print_json
+
+    cid = core.parse_id(conversation)
+    core.delete(open_db(db, create=False), cid)
+    if json_out:
+        print_json({"deleted": {"conversation_id": cid}})
+    else:
+        info(f"deleted conversation {cid}")
