@@ -1,12 +1,13 @@
 """In-process ingest: parsing in worker processes vs today's one-file-after-another, in one run.
 
-    nice -n 10 python bench/bench_ingest_workers.py --pdfs /work/shared/data/pdfs [--today /work/main] \
-        [--rounds 2] [--workers 1,2]
+    git archive BEFORE ragcli | tar -x -C /tmp/today     # the code before the change
+    nice -n 10 python bench/bench_ingest_workers.py --pdfs /work/shared/data/pdfs --today /tmp/today \
+        [--rounds 2] [--workers 0,2]
 
 Each mode is `python -m ragcli ingest FOLDER` into a new corpus with the bundled embedding model
 (MiniLM, onnx int8), timed over the whole process:
-  today     the code at --today (the landing tree before this change: files parsed, embedded and
-            written one after another);
+  today     the code at --today (before this change: files parsed, embedded and written one after
+            another);
   wN        this tree with --workers N (files parsed in N processes while the previous book embeds);
   w0        this tree with --workers 0 (parsing in process: the new stage commits, no workers).
 Rounds are interleaved so machine noise hits every mode alike. The corpora are checked to hold the
@@ -53,16 +54,17 @@ def main() -> None:
     ap.add_argument("--pdfs", type=Path, required=True)
     ap.add_argument("--today", type=Path, default=Path("/work/main"))
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--workers", default="0,2")
+    ap.add_argument("--no-warm", action="store_true", help="the model cache is warm already")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-workers-"))
     folder = work / "pdfs"
     folder.mkdir()
     for pdf in sorted(args.pdfs.glob("*.pdf")):
         (folder / pdf.name).symlink_to(pdf.resolve())
-    modes = [("today", args.today, None), ("w0", ROOT, 0)] + [(f"w{n}", ROOT, int(n)) for n in args.workers.split(",")]
-    # warm the ONNX export cache and the page cache once
-    run(ROOT, folder, work / "warm.db", 0)
+    modes = [("today", args.today, None)] + [(f"w{n}", ROOT, int(n)) for n in args.workers.split(",")]
+    if not args.no_warm:  # the ONNX export cache and the page cache, once
+        run(ROOT, folder, work / "warm.db", 0)
     times: dict[str, list[float]] = {m: [] for m, _, _ in modes}
     for r in range(args.rounds):
         for mode, tree, workers in modes:

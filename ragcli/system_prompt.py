@@ -4,7 +4,7 @@
 A server (llama-server `cache_prompt`, vLLM prefix caching) and llama.cpp in process keep the KV cache
 of the previous prompt and re-use it for the longest byte-identical prefix of the next one. So the calls
 of one `ask` (the rewrite, the answer, --verify) all begin with ANSWER_PREFIX, the answer's own system
-prompt and worked example (issue 16), and say their task in the user message after it; `summary new`'s
+prompt and worked example, and say their task in the user message after it; `summary new`'s
 rewrite and summary begin with SYSTEM_PROMPT."""
 from __future__ import annotations
 
@@ -28,10 +28,9 @@ Rules for every task:
 - Checking claims: reply with the JSON array asked for, nothing else."""
 
 
-# The answer task has a system prompt of its own (issue 16): with the shared one, which spells out the
-# refusal sentence among five tasks' rules, Qwen2.5 0.5B/1.5B refused questions their passages
-# answer; with a refusal line here, the 0.5B copied that instead. No refusal sentence is offered:
-# refusals in any words are detected (answer/refusal.py) and unbacked answers become no_answer.
+# The answer task has a system prompt of its own, one task and no refusal sentence to copy: small
+# models refuse answerable questions under a prompt of many tasks' rules, and copy a refusal line they
+# are offered. Refusals in any words are detected (answer/refusal.py), unbacked answers become no_answer.
 # Passages come first, then the question, then the task (docs/decisions.md D41).
 # (Defined here, not in answer/prompt.py, which imports them: the rewrite starts with them too.)
 ANSWER_SYSTEM = """You answer questions from numbered passages of the user's books.
@@ -40,8 +39,8 @@ the signs, the facts, in the passages' own words. Never add facts, numbers or do
 End every sentence with the label of the passage it comes from, like [S2]."""
 ANSWER_INSTRUCTION = "Answer in 2 to 4 sentences, each ending with its label."
 # One worked example, shown as an earlier turn, from another field (so its content cannot pass for the
-# book's): without it Qwen2.5-Coder-0.5B wrote "[1]" or no label at all, and every answer lost its
-# citations (docs/decisions.md D41).
+# book's): it shows the label form; without it small models write "[1]" or no label at all
+# (docs/decisions.md D41).
 ANSWER_EXAMPLE = (
     "Passages:\n\n[S1] Brakes, p. 12\nIf the brakes squeal, clean the rims with rubbing alcohol. Check the "
     "brake pads for wear and replace pads worn to the groove.\n\n[S2] Tyres, p. 20\nPump the tyres to "

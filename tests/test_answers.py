@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcli.answer import extractive, refusal
+from ragcli.answer import book_lists, extractive, refusal
 from ragcli.answer.claims import attach_citations, split_claims
 from ragcli.types import Hit, Source
 
@@ -149,20 +149,20 @@ def test_a_list_whose_first_steps_were_not_retrieved_keeps_the_books_numbers():
 
 
 def test_marks_and_labels_split_off_by_the_sentence_splitter_are_joined():
-    runs = extractive._reading_runs(_sources([89, 90]))
+    runs = book_lists._reading_runs(_sources([89, 90]))
     said = [s for run in runs for s, _, _ in run]
     assert any(s.startswith("c. Listen for high pitched sounds") for s in said), said
     assert not any(s.rstrip().endswith(" c.") for s in said)
     assert "NOTE" not in said  # a label alone at the end of a passage
     assert any(s.startswith("NOTE The manual thrust") for s in said)
-    assert extractive._marks_joined(["Cool him by— • Moving him to shade. • Fanning him."]) == [
+    assert book_lists._marks_joined(["Cool him by— • Moving him to shade. • Fanning him."]) == [
         "Cool him by—", "• Moving him to shade.", "• Fanning him."]
-    assert extractive._marks_joined(["d.", "Get the casualty to an MTF."]) == ["d. Get the casualty to an MTF."]
+    assert book_lists._marks_joined(["d.", "Get the casualty to an MTF."]) == ["d. Get the casualty to an MTF."]
     # FM 4-25.11, 2-20: the splitter leaves a step run into the closing parenthesis before it
     half_knot = "(A half-knot is the same as the first part of tying a shoe lace.)"
-    assert extractive._marks_joined([f"{half_knot} (2) Place a stick on top of the halfknot."]) == [
+    assert book_lists._marks_joined([f"{half_knot} (2) Place a stick on top of the halfknot."]) == [
         half_knot, "(2) Place a stick on top of the halfknot."]
-    assert extractive._marks_joined(["Apply pressure (see (a) above) and wait."]) == [
+    assert book_lists._marks_joined(["Apply pressure (see (a) above) and wait."]) == [
         "Apply pressure (see (a) above) and wait."]
 
 
@@ -198,7 +198,7 @@ def test_a_sentence_inside_a_step_comes_with_the_steps_lead(embedder):
     question = "He's going into shock after losing a lot of blood. Should I prop up his feet and cover him up?"
     text, _ = extractive.answer(embedder, question, sources)
     assert "Elevate the casualty’s feet higher than the level of his heart. [S1] Use a stable object" in text, text
-    runs = extractive._reading_runs(sources)
+    runs = book_lists._reading_runs(sources)
     step = next(c for run in runs for c in run if c[0].startswith("Use a stable object"))
     lead = next(c for run in runs for c in run if c[0].startswith("(3) Elevate"))
     blocks = extractive._blocks(sources)
@@ -219,8 +219,8 @@ def test_bullets_under_a_heading_that_names_a_kind_are_a_list_of_their_own(embed
     assert text.splitlines() == [
         "First aid measures. [S1]",
         "- Move the casualty to a cool, shady area or improvise shade if none is available. [S1]"]
-    assert not extractive._KIND_HEADING.match("Headache.")
-    assert not extractive._KIND_HEADING.match("Face, ears, and nose.")
+    assert not book_lists._KIND_HEADING.match("Headache.")
+    assert not book_lists._KIND_HEADING.match("Face, ears, and nose.")
 
 
 def test_an_item_of_a_do_not_list_quoted_alone_keeps_its_negation(embedder):

@@ -123,3 +123,38 @@ def test_answer_sources_carry_the_file_and_are_links_on_a_terminal(corpus_db, cl
     linked = [line for line in lines if OSC8.search(line)]
     assert linked and len(linked) == len(lines)  # every source line is a link
     assert {u for line in linked for u in OSC8.findall(line) if u} <= {s["file_url"] for s in sources}
+
+
+def test_show_image_writes_the_page_with_the_passage_highlighted(corpus_db, cli, tmp_path):
+    top = _search_json(cli)[0]
+    out = tmp_path / "page.png"
+    res = cli("show", top["passage_id"], "--image", out, "--json")
+    assert res.exit_code == 0, res.output
+    image = json.loads(res.stdout)["image"]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert top["page"] <= image["page"] <= top["page_end"] and image["found"] >= 1
+    assert image["found"] >= image["sentences"] * 0.5  # bench/bench_show_image.py: 94-98% on 4 books
+    quote = " ".join(top["text"].split()[:8])
+    quoted = json.loads(cli("show", top["passage_id"], "--image", out, "--quote", quote, "--json").stdout)["image"]
+    assert quoted["sentences"] == 1 and quoted["found"] == 1
+
+
+def test_open_and_show_s2_take_a_source_of_the_latest_saved_answer(corpus_db, cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGCLI_MODEL", "")  # extractive: no model, the turn is still saved
+    asked = cli("ask", "what is a craniotomy?", "-c", "--json", "--book", "primer")
+    assert asked.exit_code == 0, asked.output
+    s2 = next(s for s in json.loads(asked.stdout)["sources"] if s["label"] == "S2")
+    shown = json.loads(cli("show", "S2", "--json").stdout)
+    assert shown["passage_id"] == s2["passage_id"] and shown["page"] == s2["page"]
+    template, log = _viewer(tmp_path)
+    monkeypatch.setenv("RAGCLI_VIEWER", template)
+    opened = cli("open", "[S2]", "--json")
+    assert opened.exit_code == 0, opened.output
+    assert json.loads(opened.stdout)["passage_id"] == s2["passage_id"]
+    for _ in range(100):
+        if log.exists():
+            break
+        time.sleep(0.1)
+    assert json.loads(log.read_text()) == [f"--page={s2['page']}", s2["file"]]
+    missing = cli("open", "S99")
+    assert missing.exit_code == 5 and "no source S99" in missing.stderr

@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -44,11 +45,11 @@ def served(template_db, tiny_gguf, model_cache, tmp_path_factory):
 def client(server, key="unused"):
     from openai import OpenAI
 
-    return OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0, timeout=120)
+    return OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0, timeout=900)
 
 
 def raw(server, method: str, path: str, body=None, headers=None) -> tuple[int, dict]:
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=900)
     data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
     conn.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
     response = conn.getresponse()
@@ -269,7 +270,7 @@ def test_a_client_that_disconnects_stops_its_generation(template_db, tiny_gguf, 
                      "--grammar-file", grammar, "--parallel", "1", "--queue", "0"],
                     server_env(model_cache, tmp_path / "home"), tmp_path / "serve.log")
     try:
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=900)
         body = {"model": "ragcli", "stream": True, "book": "primer", "k": 2,
                 "messages": [{"role": "user", "content": QUESTION}]}
         conn.request("POST", "/v1/chat/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
@@ -280,13 +281,23 @@ def test_a_client_that_disconnects_stops_its_generation(template_db, tiny_gguf, 
             seen += response.read1(256)
         conn.sock.close()  # hang up mid-answer
         conn.close()
-        import time
-
         deadline = time.time() + 60
         while "its answer stopped being generated" not in server.log.read_text() and time.time() < deadline:
             time.sleep(0.2)
         assert "its answer stopped being generated" in server.log.read_text()
         code, _ = raw(server, "POST", "/search", {"query": "bone flap", "k": 1})
         assert code == 200, "the worker was freed"
+        # not streamed: the client sends its question and leaves before the reply
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=900)
+        conn.request("POST", "/v1/chat/completions", body=json.dumps({**body, "stream": False}),
+                     headers={"Content-Type": "application/json"})
+        time.sleep(1.0)
+        conn.sock.close()
+        conn.close()
+        deadline = time.time() + 60
+        while "its request was stopped" not in server.log.read_text() and time.time() < deadline:
+            time.sleep(0.2)
+        assert "its request was stopped" in server.log.read_text()
+        assert raw(server, "POST", "/search", {"query": "bone flap", "k": 1})[0] == 200
     finally:
         server.stop()

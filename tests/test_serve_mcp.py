@@ -95,7 +95,7 @@ def test_tools_search_ask_and_errors_over_stdio(mcp_setup, fingerprint):
 
     assert {b["id"] for b in data_of(out["books"])} == {"primer", "faa", "malawi", "heart"}
     read = data_of(out["read"])
-    assert read["passage"]["passage_id"] == hits[0]["passage_id"] and read["passage"]["text"] == hits[0]["text"]
+    assert read["passage_id"] == hits[0]["passage_id"] and read["text"] == hits[0]["text"]  # `ragcli show --json`
     assert len(read["before"]) <= 1 and len(read["after"]) <= 1 and (read["before"] or read["after"])
     assert data_of(out["topics"]) == []
 

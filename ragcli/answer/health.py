@@ -45,11 +45,11 @@ ECHO_LINE_STARTS = ("context:", "question:", "passages:", "labels you may cite",
                     "these passages answer the question", "these passages say what to do here",
                     "say what the passages tell the reader to do", "summarise what the passages say about",
                     "task: check each numbered claim", "rules for every task")
-UNFINISHED = ("truncated", "stream_cut")  # a loop ragcli stopped has said all it had to (session 7)
+UNFINISHED = ("truncated", "stream_cut")  # a loop ragcli stopped is not a cut: the text before it is the answer
 ECHO_PREFIX = 36  # characters of a source header or a system prompt line that identify it
 QUESTION_MIN_CHARS = 30  # a question this long, copied at a line start, is an echo
-# A label-like token at a line start ("[S1]", "[2-7]", "[Passage S1]"): the real Qwen2.5-Coder 0.5B
-# copied source headers and the question after a label of its own making.
+# A label-like token at a line start ("[S1]", "[2-7]", "[Passage S1]"): a copied source header or
+# question may follow a label of the model's own making.
 LABEL_AT_START = re.compile(r"^\[[^\]\n]{1,16}\]\s*")
 # The question copied with its first word changed ("A soldier's arm" -> "The soldier's arm", "His
 # intestines" -> "The intestines"): both sides are compared without a leading article or possessive.
@@ -209,7 +209,7 @@ def patterns_from(headers: Sequence[str], system_prompt: str = "", question: str
     enough that an answer line starting with all of it can only be a copy."""
     out = list(ECHO_LINE_STARTS)
     out += [h[:ECHO_PREFIX] for h in headers]
-    for h in headers:  # without the label, and without the paragraph number the 0.5B moved into it
+    for h in headers:  # without the label, and without the paragraph number a model may move into it
         bare = LABEL_AT_START.sub("", h, count=1)
         if bare != h:
             out += [b for b in dict.fromkeys((bare, PARAGRAPH_NUMBER.sub("", bare, count=1))) if len(b) >= 12]
@@ -218,8 +218,8 @@ def patterns_from(headers: Sequence[str], system_prompt: str = "", question: str
         if len(line) >= 20:
             out.append(line[:ECHO_PREFIX])
     question = " ".join(question.split()).lower()
-    # the whole question, and each of its sentences (the real 0.5B copied the first of two: "He took
-    # a hard knock to the head and ... he's mumbling [S3]." for "... he's mumbling. How serious is that?")
+    # the whole question, and each of its sentences (a copy of one sentence of a two-sentence question
+    # is an echo too)
     sentences = [question] + [s.rstrip(".?!") for s in re.split(r"(?<=[.?!])\s+", question)]
     for sentence in dict.fromkeys(ARTICLE_AT_START.sub("", s, count=1) for s in sentences):
         if len(sentence) >= QUESTION_MIN_CHARS and len(sentence.split()) >= SENTENCE_MIN_WORDS:

@@ -115,6 +115,8 @@ def show(passage_id: PassageArg,
                                             "passage (an answer's evidence quote).")] = "",
          context: Annotated[int, typer.Option("--context", metavar="N", help="Passages shown before and "
                                               "after it.")] = 1,
+         image: Annotated[str, typer.Option("--image", metavar="PNG", help="Also write the page as a PNG with "
+                                            "the passage's sentences (or the quote) highlighted.")] = "",
          db: DbOpt = None, json_out: JsonOpt = False) -> None:
     """Print a passage with the text around it, the quote highlighted, and where its page is."""
     from ragcli.errors import UsageError
@@ -127,7 +129,29 @@ def show(passage_id: PassageArg,
     conn = open_db(db, create=False)
     hit = _passage(conn, passage_id)
     before, after = files.neighbours(conn, hit, context, context)
+    picture = _image(hit, image, quote) if image else None
     if json_out:
-        print_json(passage_data(hit, before, after))
-    else:
-        print_passage(console(), hit, before, after, quote)
+        data = passage_data(hit, before, after)
+        if picture:
+            from ragcli.render.data import to_data
+
+            data["image"] = to_data(picture)
+        print_json(data)
+        return
+    print_passage(console(), hit, before, after, quote)
+    if picture:
+        info(f"wrote {picture.path}: pdf page {picture.page}, {picture.found} of {picture.sentences} "
+             f"{'sentences' if picture.sentences != 1 else 'sentence'} highlighted")
+
+
+def _image(hit, out: str, quote: str):
+    from pathlib import Path
+
+    from ragcli.errors import InputError
+    from ragcli.ingest import page_image
+    from ragcli.render.links import file_state
+
+    if file_state(hit.path) != "ok":
+        raise InputError(f"the file of book '{hit.book_id}' moved or is gone{': ' + hit.path if hit.path else ''}; "
+                         f"--image needs it")
+    return page_image.render(hit.path, hit.page_start, hit.page_end, hit.text, Path(out).expanduser(), quote)

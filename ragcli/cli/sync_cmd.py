@@ -61,6 +61,11 @@ def sync(
 
     progress_for = _progress(json_out)
     if watch:
+        import os
+
+        missing = [r for r in roots if not os.path.isdir(r)]
+        if missing:
+            raise InputError(f"{missing[0]}: no such folder; nothing to watch there")
         return _watch(conn, roots, embedder, prune, on_change, progress_for, settle, json_out)
     report = core.sync(conn, roots, embedder, prune=prune, dry_run=dry_run, on_change=on_change,
                        progress_for=progress_for)

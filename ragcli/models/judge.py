@@ -4,8 +4,8 @@ A backend without probabilities rates each passage 0-3 instead, constrained to a
 as many ratings as passages in the call (GBNF on llama.cpp and llama.cpp servers, a JSON schema
 elsewhere, tolerant parsing last).
 
-One passage per call by default: small models rate a list by position (Qwen2.5-Coder-0.5B gave
-3, 2, 1, 0, 0 to the same five passages in both orders). Every call is the same system prompt (the
+One passage per call by default: small models rate a list by position, not by content (the same
+passages in another order get the same ratings by place). Every call is the same system prompt (the
 rating instructions), then the question, then one passage: the prefix up to the passage is
 identical across a question's calls, so llama.cpp's KV cache (or a server's prompt cache)
 evaluates it once and each call costs only its passage.

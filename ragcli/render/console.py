@@ -45,7 +45,7 @@ class Environment:
         """The stderr console of a status line. On a terminal it writes through its own duplicate of
         stderr's file descriptor: llama-cpp-python points descriptors 1 and 2 at /dev/null while
         llama.cpp loads a model (so do other libraries that silence C code), and a spinner written to
-        descriptor 2 then vanished: the 1.5B's load was a still screen for 1.1-1.9 s."""
+        descriptor 2 would vanish, leaving a still screen while the model loads."""
         if not self.stderr_isatty:
             return self.console(stderr=True)
         from rich.console import Console

@@ -57,19 +57,6 @@ def hits_data(hits: list[Hit]) -> list[dict]:
     return [hit_data(h) for h in hits]
 
 
-def passage_data(hits: list[Hit], passage_id: int) -> dict:
-    """A passage with its neighbours in reading order (MCP `read_passage`): `passage` is the one
-    asked for, `before` and `after` the passages around it, each as `source_data` shows a source
-    (no label, no score)."""
-    def one(h: Hit) -> dict:
-        return {"passage_id": h.passage_id, "kind": h.kind, "book_id": h.book_id, "book_title": h.book_title,
-                "section_path": h.section_path, "page_label": h.page_label, "page": h.page_start,
-                "page_end": h.page_end, "figure_number": h.figure_number, "ocr": h.ocr or None, "text": h.text}
-
-    at = next(i for i, h in enumerate(hits) if h.passage_id == passage_id)
-    return {"passage": one(hits[at]), "before": [one(h) for h in hits[:at]], "after": [one(h) for h in hits[at + 1:]]}
-
-
 def books_data(books: list) -> list[dict]:
     """`books --json`: id, title, path, file_hash, page_count, sections, figures, passages, ingested_at,
     warnings, unreadable_pages, format, author, ocr_pages, ocr_engine."""

@@ -44,7 +44,7 @@ def change_line(c, dry_run: bool = False, prune: bool = False) -> str | None:
 
 def summary_line(report) -> str:
     """`synced 1 folder: 1 added, 1 changed, 1 moved, 1 removed, 996 unchanged (3 files hashed) in 0.4s`"""
-    n = len(report.folders)
+    n = len(report.folders) - len(report.missing_folders)
     parts = []
     for action in ("added", "changed", "moved", "linked"):
         count = report.count(action)

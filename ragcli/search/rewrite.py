@@ -16,8 +16,8 @@ REWRITE_MIN_SIMILARITY = 0.2
 
 
 # Two worked examples (other fields, so they cannot leak into a real search) shown as earlier turns:
-# without them a small model (SmolLM2-135M, bench/bench_rewrite.py) answers the question or copies
-# the instructions instead of rewriting.
+# without them small models answer the question or copy the instructions instead of rewriting
+# (bench/bench_rewrite.py measures it).
 REWRITE_EXAMPLES = (
     ("Car Owner's Manual", ["brake pads", "wear indicator", "brake rotor"],
      "My car squeals every time I stop. What's wrong with it?", "brake pad wear indicator squeal when braking"),

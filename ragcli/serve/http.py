@@ -26,6 +26,7 @@ import hmac
 import ipaddress
 import json
 import sys
+import threading
 import time
 from typing import Callable, Optional
 
@@ -76,7 +77,9 @@ def error_response(exc: BaseException):
 
     if isinstance(exc, HTTPError):
         return JSONResponse(error_body(str(exc), exc.kind, exc.code), status_code=exc.status)
-    if isinstance(exc, Cancelled):  # nobody is there to read it
+    from starlette.requests import ClientDisconnect
+
+    if isinstance(exc, (Cancelled, ClientDisconnect)):  # nobody is there to read it
         log("a client disconnected: its request was stopped")
         return JSONResponse(error_body("the client disconnected", "cancelled", None), status_code=499)
     if isinstance(exc, Busy):
@@ -151,10 +154,36 @@ async def run_watched(request, ticket: Ticket, job: Job, fn: Callable):
         ticket.release()
 
 
+class Mailbox:
+    """What the worker thread hands the event loop (text, phases, the end), with one wake-up per batch:
+    a wake-up per token would make the two threads trade the GIL at every token."""
+
+    def __init__(self, loop):
+        self._loop, self._lock, self._items = loop, threading.Lock(), []
+        self._ready = asyncio.Event()
+        self._signalled = False
+
+    def put(self, *item) -> None:  # from any thread
+        with self._lock:
+            self._items.append(item)
+            if self._signalled:
+                return
+            self._signalled = True
+        self._loop.call_soon_threadsafe(self._ready.set)
+
+    async def take(self) -> list:
+        await self._ready.wait()
+        with self._lock:
+            items, self._items, self._signalled = self._items, [], False
+            self._ready.clear()
+        return items
+
+
 class AnswerEvents:
     """The streamed chat completion, as a raw ASGI response: the status is sent only when the work
-    has begun well (an unknown book or an empty corpus is still a 4xx JSON error); then one chunk per
-    piece of validated text, and a last chunk with the sources and the `ragcli` field.
+    has begun well (an unknown book or an empty corpus is still a 4xx JSON error); then chunks of
+    validated text (what arrived since the last one), and a last chunk with the sources and the
+    `ragcli` field.
 
     Text after a later phase (a second try ragcli may or may not keep) is held back: what was sent
     cannot be taken back, so the last chunk says when the text above is not the answer kept, and
@@ -164,25 +193,23 @@ class AnswerEvents:
         self.ticket, self.job, self.work = ticket, job, work
 
     async def __call__(self, scope, receive, send) -> None:
-        loop = asyncio.get_running_loop()
-        events: asyncio.Queue = asyncio.Queue()
-        put = lambda *item: loop.call_soon_threadsafe(events.put_nowait, item)  # noqa: E731
+        box = Mailbox(asyncio.get_running_loop())
 
         async def produce() -> None:
             try:
-                answer, asked = await self.ticket.run(lambda: self.work(put))
-                events.put_nowait(("done", answer, asked))
+                answer, asked = await self.ticket.run(lambda: self.work(box.put))
+                box.put("done", answer, asked)
             except BaseException as exc:  # noqa: BLE001 - handed to the stream, which reports it
                 if isinstance(exc, Cancelled):
                     log("a client disconnected: its answer stopped being generated")
-                events.put_nowait(("error", exc))
+                box.put("error", exc)
             finally:
                 self.ticket.release()
 
         worker = asyncio.ensure_future(produce())
         watcher = asyncio.ensure_future(until_disconnected(receive, self.job))
         try:
-            await self._stream(events, scope, receive, send)
+            await self._stream(box, scope, receive, send)
         except OSError:  # the client is gone (uvicorn raises on a write to a closed socket)
             self.job.cancel()
         finally:
@@ -190,11 +217,12 @@ class AnswerEvents:
             if not worker.done():
                 self.job.cancel()
 
-    async def _stream(self, events: asyncio.Queue, scope, receive, send) -> None:
-        first = await events.get()  # the scope and corpus checks come before the first phase
-        if first[0] == "error":
-            if not isinstance(first[1], Cancelled):
-                await error_response(first[1])(scope, receive, send)
+    async def _stream(self, box: Mailbox, scope, receive, send) -> None:
+        batch = await box.take()  # the scope and corpus checks come before the first phase
+        early = next((item for item in batch if item[0] in ("text", "done", "error")), None)
+        if early is not None and early[0] == "error":  # nothing sent yet: a plain JSON error
+            if not isinstance(early[1], Cancelled):
+                await error_response(early[1])(scope, receive, send)
             return
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream; charset=utf-8"),
@@ -206,28 +234,40 @@ class AnswerEvents:
 
         await emit(chat.chunk(cid, created, {"role": "assistant", "content": ""}))
         streamed: list[str] = []
-        live, item = True, first
+        live = True
         while True:
-            kind = item[0]
-            if kind == "phase" and streamed:
-                live = False  # a later step: what follows may replace the text sent
-            elif kind == "text" and live:
-                streamed.append(item[1])
-                await emit(chat.chunk(cid, created, {"content": item[1]}))
-            elif kind == "done":
-                answer, asked = item[1], item[2]
-                await emit(chat.chunk(cid, created, {"content": chat.closing_text(answer, "".join(streamed))},
-                                      "stop", usage=chat.usage(answer), ragcli=chat.ragcli_field(answer, asked)))
-                break
-            elif kind == "error":
-                if isinstance(item[1], Cancelled):
-                    return
-                exc = item[1]
-                code = getattr(exc, "exit_code", 70)
-                message = str(exc) if isinstance(exc, RagcliError) else f"internal error: {type(exc).__name__}: {exc}"
-                await emit(chat.sse(error_body(message, "server_error", code)))
-                break
-            item = await events.get()
+            pending = ""  # the batch's text, sent as one chunk
+            for item in batch:
+                kind = item[0]
+                if kind == "text" and live:
+                    pending += item[1]
+                    continue
+                if pending:
+                    streamed.append(pending)
+                    await emit(chat.chunk(cid, created, {"content": pending}))
+                    pending = ""
+                if kind == "phase" and streamed:
+                    live = False  # a later step: what follows may replace the text sent
+                elif kind == "done":
+                    answer, asked = item[1], item[2]
+                    await emit(chat.chunk(cid, created, {"content": chat.closing_text(answer, "".join(streamed))},
+                                          "stop", usage=chat.usage(answer), ragcli=chat.ragcli_field(answer, asked)))
+                    return await self._close(emit, send)
+                elif kind == "error":
+                    if isinstance(item[1], Cancelled):
+                        return
+                    exc = item[1]
+                    message = str(exc) if isinstance(exc, RagcliError) else \
+                        f"internal error: {type(exc).__name__}: {exc}"
+                    await emit(chat.sse(error_body(message, "server_error", getattr(exc, "exit_code", 70))))
+                    return await self._close(emit, send)
+            if pending:
+                streamed.append(pending)
+                await emit(chat.chunk(cid, created, {"content": pending}))
+            batch = await box.take()
+
+    @staticmethod
+    async def _close(emit, send) -> None:
         await emit(chat.DONE)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 

@@ -186,16 +186,18 @@ class Library:
         return summary_data(summary.get(self.conn(), topic, number))
 
     def read_passage(self, passage_id: int, neighbours: int = 1) -> dict:
-        """A passage with `neighbours` passages before and after it in its book."""
+        """`ragcli show ID --context N --json`: a passage with `neighbours` passages before and after it."""
         from ragcli.render.data import passage_data
-        from ragcli.store import passages
+        from ragcli.store import corpus, files
 
         if not 0 <= neighbours <= 5:
             raise UsageError(f"neighbours must be between 0 and 5, not {neighbours}")
-        hits = passages.around(self.conn(), passage_id, neighbours)
-        if not hits:
+        conn = self.conn()
+        hit = corpus.fetch_hits(conn, [passage_id]).get(passage_id)
+        if hit is None:
             raise NotFoundError(f"no passage with id {passage_id} (ids come from search and ask results)")
-        return passage_data(hits, passage_id)
+        before, after = files.neighbours(conn, hit, neighbours, neighbours)
+        return passage_data(hit, before, after)
 
     # -- writing (MCP --allow-ingest only) ---------------------------------------------------------
 

@@ -137,3 +137,9 @@ def neighbours(conn, hit: Hit, before: int = 1, after: int = 1) -> tuple[list[Hi
 
 def has_table(conn, name: str) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
+def passage_ids(conn, book_id: str) -> list[int]:
+    """The text passages of a book, in order (not its figure captions)."""
+    return [r[0] for r in conn.execute("SELECT id FROM passages WHERE book_id = ? AND kind = 'passage' ORDER BY ordinal",
+                                       (book_id,))]
