@@ -166,22 +166,23 @@ def test_judge_messages_keep_the_answer_prompt_up_to_the_question():
 
 # ------------------------------------------------------------------------------ calibration
 
-def test_calibration_is_data_per_embedding_model_and_its_absence_turns_the_cosine_rules_off(conn, embedder):  # noqa: F811
+def test_calibration_is_data_per_embedding_model_and_its_absence_turns_the_cosine_rules_off(conn, embedder, monkeypatch):  # noqa: F811
     from dataclasses import replace
 
     from ragcli.store import calibration
-    from ragcli.store.corpus import set_meta
 
     shipped = calibration.for_corpus(conn)
     assert shipped is calibration.BUNDLED and shipped.measured["no_context"]
     far = "what is the capital of France?"
     assert ask.ask(conn, embedder, far, None, ask.AskOptions(expand=False)).status == "no_context"
     # a corpus's own calibration wins over the shipped one
-    calibration.store(conn, replace(shipped, no_context=0.0, measured={"no_context": "test"}))
+    calibration.store(conn, replace(shipped, no_context=0.0, subject=0.0, measured={"no_context": "test"}))
     assert calibration.for_corpus(conn).no_context == 0.0
     assert ask.ask(conn, embedder, far, None, ask.AskOptions(expand=False)).status == "extractive"
-    # an embedding model with no calibration: the cosine rules are off, and ask says so
-    set_meta(conn, "embedding_model", "someone/other-embedder")
+    # an embedding model with no calibration (none shipped, none in the corpus): the cosine rules are
+    # off, and ask says so
+    conn.execute("DELETE FROM meta WHERE key LIKE 'calibration:%'")
+    monkeypatch.setattr(calibration, "SHIPPED", {})
     assert calibration.for_corpus(conn) is None
     answer = ask.ask(conn, embedder, far, None, ask.AskOptions(expand=False))
-    assert answer.status == "extractive" and "no calibration for the embedding model someone/other-embedder" in answer.notice
+    assert answer.status == "extractive" and "no calibration for the embedding model" in answer.notice
