@@ -202,9 +202,10 @@ def _attempt(run: Run, sources: list[Source], instruction: str, only: Optional[s
     timings.update(gen.timings)
     shown = gen.prompt.sources
     citable = [s for s in shown if only is None or s.label in only]
-    notice = None
+    notice = str(gen.cut) if gen.cut is not None else None  # the part received is kept, validated
     if gen.prompt.dropped:
-        notice = f"{len(gen.prompt.dropped)} lower-ranked passage(s) left out to fit the model's context window"
+        notice = _join(notice, f"{len(gen.prompt.dropped)} lower-ranked passage(s) left out to fit the model's "
+                               f"context window")
     answer = Answer(**run.base, answer=gen.text, status="answered" if gen.citations else "unsupported",
                     citations=list(gen.citations), removed_citations=gen.removed, sources=citable,
                     model=getattr(run.model, "params", None), timings=timings,

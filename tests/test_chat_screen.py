@@ -37,6 +37,7 @@ def _turns(path):
         conn.close()
 
 
+@pytest.mark.flaky(reruns=2)  # a pty / file-event race with the machine's scheduling: a real failure repeats
 def test_chat_follow_up_sources_history_paste_and_ctrl_d(corpus_db, tiny_gguf, tmp_path):
     s = terminal.Session(_chat(tiny_gguf, tmp_path, SHORT))
     try:

@@ -256,6 +256,7 @@ def test_api_key_is_required_and_never_logged(template_db, model_cache, tmp_path
     assert KEY not in Path(server.log).read_text()
 
 
+@pytest.mark.flaky(reruns=2)  # a pty / file-event race with the machine's scheduling: a real failure repeats
 def test_a_client_that_disconnects_stops_its_generation(template_db, tiny_gguf, model_cache, tmp_path):
     """A long forced answer, streamed; the client reads the first text and hangs up: the server says
     the generation stopped, and its one worker is free for the next request at once."""
@@ -291,7 +292,7 @@ def test_a_client_that_disconnects_stops_its_generation(template_db, tiny_gguf, 
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=900)
         conn.request("POST", "/v1/chat/completions", body=json.dumps({**body, "stream": False}),
                      headers={"Content-Type": "application/json"})
-        time.sleep(1.0)
+        time.sleep(0.05)  # gone while the answer is still being made (a quiet machine answers in about a second)
         conn.sock.close()
         conn.close()
         deadline = time.time() + 60

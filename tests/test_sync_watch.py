@@ -67,6 +67,7 @@ def slow_copy(source: Path, target: Path, chunks: int = 5, pause: float = 0.3) -
             time.sleep(pause)
 
 
+@pytest.mark.flaky(reruns=2)  # a pty / file-event race with the machine's scheduling: a real failure repeats
 def test_watch_reads_every_file_once_complete_and_survives_a_damaged_pdf(tmp_path, embedder):
     folder, staging = tmp_path / "library", tmp_path / "staging"
     folder.mkdir()
