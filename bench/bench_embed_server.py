@@ -1,6 +1,6 @@
 """Ingest through an embedding server vs the server's bare embedding time for the same texts.
 
-    nice -n 10 python bench/bench_embed_server.py --corpus /work/shared/data/nfcorpus/corpus.jsonl \
+    nice -n 10 python bench/bench_embed_server.py --corpus ../shared/data/nfcorpus/corpus.jsonl \
         [--docs 800] [--rounds 2] [--threads 2]
 
 The server is llama-cpp-python's (`python -m llama_cpp.server --embedding true`) on loopback, serving

@@ -1,7 +1,7 @@
 """In-process ingest: parsing in worker processes vs today's one-file-after-another, in one run.
 
     git archive BEFORE ragcli | tar -x -C /tmp/today     # the code before the change
-    nice -n 10 python bench/bench_ingest_workers.py --pdfs /work/shared/data/pdfs --today /tmp/today \
+    nice -n 10 python bench/bench_ingest_workers.py --pdfs ../shared/data/pdfs --today /tmp/today \
         [--rounds 2] [--workers 0,2]
 
 Each mode is `python -m ragcli ingest FOLDER` into a new corpus with the bundled embedding model
@@ -52,7 +52,7 @@ def passages(db: Path) -> set:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pdfs", type=Path, required=True)
-    ap.add_argument("--today", type=Path, default=Path("/work/main"))
+    ap.add_argument("--today", type=Path, default=Path(__file__).resolve().parents[1])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--workers", default="0,2")
     ap.add_argument("--no-warm", action="store_true", help="the model cache is warm already")

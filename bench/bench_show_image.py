@@ -2,7 +2,7 @@
 on its rendered page, and how long a render takes.
 
   nice -n 10 python bench/bench_show_image.py PDF... [--passages 150]
-  e.g. corpus/cerebrovascular-neurosurgery-primer.pdf /work/shared/data/pdfs/{malawi-quality-improvement-article,
+  e.g. corpus/cerebrovascular-neurosurgery-primer.pdf ../shared/data/pdfs/{malawi-quality-improvement-article,
        heart-failure-programmes-article,ace-inhibitors-article,fm4-25-11-first-aid}.pdf
 
 Per book: passages sampled (seeded), share of their sentences found on the page (whole or by runs of

@@ -8,7 +8,7 @@
   kill       kill -9 at 20 moments of a sync (the four changes + three more added files): every book before or
              after, never between; the next sync ends where an uninterrupted one does
 
-  nice -n 10 python bench/bench_sync.py four|unchanged|kill|all /work/shared/data/pdfs [--kills 20]
+  nice -n 10 python bench/bench_sync.py four|unchanged|kill|all ../shared/data/pdfs [--kills 20]
 """
 from __future__ import annotations
 
@@ -192,7 +192,7 @@ def kill(data: Path, work: Path, kills: int = 20, seed: int = 27) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("part", choices=["four", "unchanged", "kill", "all"])
-    ap.add_argument("data", type=Path, help="the shared PDFs (/work/shared/data/pdfs)")
+    ap.add_argument("data", type=Path, help="the shared PDFs (../shared/data/pdfs)")
     ap.add_argument("--kills", type=int, default=20)
     ap.add_argument("--files", type=int, default=1000)
     args = ap.parse_args()
