@@ -166,6 +166,20 @@ class Session:
             self._pump(0.05)
         raise AssertionError(f"{needle!r} never shown; screen:\n" + self.text)
 
+    def wait_for_cursor_line(self, needle: str, timeout: float = 60) -> str:
+        """Read until the line the cursor is on starts with `needle` (what is being typed or recalled
+        now, not a line of earlier output); returns that line."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.screen.display[self.screen.cursor.y].rstrip()
+            if line.startswith(needle):
+                return line
+            if self.closed:
+                break
+            self._pump(0.05)
+        raise AssertionError(f"{needle!r} never on the cursor's line; it shows "
+                             f"{self.screen.display[self.screen.cursor.y].rstrip()!r}")
+
     def send(self, keys: str) -> None:
         os.write(self.master, keys.encode())
 
