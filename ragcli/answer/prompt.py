@@ -5,6 +5,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from ragcli.answer.citations import book_marks, neutralise
+from ragcli.answer.extractive import question_kind
 from ragcli.types import Hit, Source
 
 # The answer's system prompt, instruction and worked example live in ragcli/system_prompt.py: the
@@ -30,8 +32,6 @@ ANSWERING = (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION, SECOND_CHANCE_INSTRUCTION, 
 
 def instructions_for(question: str) -> tuple[str, str]:
     """The task line of the answer and of its second chance, by the question's kind."""
-    from ragcli.answer.extractive import question_kind
-
     if question_kind(question) == "yes_no":
         return YES_NO_INSTRUCTION, SECOND_CHANCE_YES_NO
     return ANSWER_INSTRUCTION, SECOND_CHANCE_INSTRUCTION
@@ -83,8 +83,6 @@ def source_block(source: Source, text: str | None = None, header=None) -> str:
     """A passage as the model sees it: its label header (`header(source)`, `source_header` unless
     given), then its text with the book's own citation-like marks made inert ("[3]" -> "⟨3⟩":
     citations.neutralise), so only labels are labels."""
-    from ragcli.answer.citations import neutralise
-
     body = neutralise(source.hit.text if text is None else text)
     if source.hit.kind == "figure":
         caption = re.sub(r"^\W*(?:figure|fig\.?)\s*\S+\s*", "", body, flags=re.I)
@@ -178,8 +176,6 @@ def reference_maps(sources: list[Source]) -> tuple[dict, dict, dict, set]:
     """Page labels, section titles and figure numbers -> labels, so that "(p. 45)" written by the model
     can be turned into the label of the passage on that page, or removed; and the citation-like marks
     the passages hold as text, which are never labels. `StreamFilter(valid, *reference_maps(sources))`."""
-    from ragcli.answer.citations import book_marks
-
     pages: dict[str, list[str]] = {}
     sections: dict[str, list[str]] = {}
     figures: dict[str, list[str]] = {}

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+import numpy as np
+
 from ragcli.ingest.pipeline import _source, embed_staged
 from ragcli.store import corpus as store
 from ragcli.store import vectors as vector_index
@@ -27,8 +29,6 @@ def calibration_notice(conn, model_name: str) -> Optional[str]:
 
 
 def reembed(conn, embedder, progress: Optional[Progress] = None) -> dict:
-    import numpy as np
-
     passages = store.embedded_texts(conn)
     terms = store.all_terms(conn)
     texts = [t for _, _, t in passages]

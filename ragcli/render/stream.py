@@ -18,8 +18,15 @@ import threading
 import time
 from typing import Optional
 
+from rich.cells import cell_len
+from rich.control import Control
+from rich.markup import escape
+from rich.segment import ControlType
+
 from ragcli.render.console import Environment
 from ragcli.render.terminal import expansion_line, styled_answer
+
+# rich.live and rich.spinner are imported when a status line is drawn: piped and --json runs skip them.
 
 HELD_SHOW = 0.8  # seconds without visible text while the model writes before the status line returns
 re_words = re.compile(r"(\n|[ \t]+)")
@@ -110,7 +117,6 @@ class AnswerStream:
         if self._text_open:  # text was streamed: end its line before the status shows below it
             self._end_line()
         from rich.live import Live
-        from rich.markup import escape
         from rich.spinner import Spinner
 
         message = f"[dim]{escape(text)}…[/]"
@@ -164,10 +170,6 @@ class AnswerStream:
         """Erase the rows the draft took, from the line after it up (as rich's transient Live erases
         itself); when the draft is taller than the screen its first rows are out of reach, so a line
         under it says it is withdrawn instead."""
-        from rich.cells import cell_len
-        from rich.control import Control
-        from rich.segment import ControlType
-
         if not self._draft:
             return
         lines = "".join(self._draft).split("\n")[:-1]  # the last: the empty line the cursor is on
