@@ -3,7 +3,8 @@
 A cosine means different things under different embedding models, so every rule that compares one to a
 fixed figure is calibrated for one model. The bundled model's figures ship here; a corpus may hold its
 own (meta key `calibration:<model>`, JSON, written by `ragcli calibrate` or `store`). With an embedding
-model that has no calibration those rules are off: the relevance judge decides alone, and `ask` says so.
+model that has no calibration those rules are off, and `ask` and `reembed` say so (`ask --judge` then has the
+chat model judge relevance instead).
 """
 from __future__ import annotations
 
@@ -65,4 +66,4 @@ def store(conn, calibration: Calibration) -> None:
 
 
 UNCALIBRATED_NOTICE = ("no calibration for the embedding model {model}: the cosine rules (no-context floor, "
-                       "missing subject, off-question, second chance) are off and the relevance judge decides")
+                       "missing subject, off-question, second chance) are off; `ask --judge` has the chat model judge relevance instead")
