@@ -12,7 +12,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ragcli.ingest.pipeline import _source, embed_staged
-from ragcli.store import corpus as store
+from ragcli.store import calibration, corpus as store
 from ragcli.store import vectors as vector_index
 from ragcli.store.sql import transaction
 from ragcli.store.stage import EmbeddingStage
@@ -24,8 +24,6 @@ Progress = Callable[[str, int, int], None]
 def calibration_notice(conn, model_name: str) -> Optional[str]:
     """What is off in this corpus under `model_name` because no calibration of its cosine thresholds
     is known (shipped or stored in the corpus), or None when there is one."""
-    from ragcli.store import calibration
-
     if calibration.for_model(conn, model_name) is not None:
         return None
     return calibration.UNCALIBRATED_NOTICE.format(model=model_name)
