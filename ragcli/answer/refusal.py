@@ -272,17 +272,3 @@ def off_question(answer, question: str, embedder, floor: float) -> bool:
     q, a = embedder.embed([question, text])
     cos = float(np.dot(q, a) / max(1e-12, float(np.linalg.norm(q) * np.linalg.norm(a))))
     return cos < floor
-
-
-# ------------------------------------------------------------------------------ second chance
-# A refusal although retrieval found the topic squarely: the best passage's cosine is this far above
-# the no-context floor (0.30) and it was found by its words too.
-SECOND_CHANCE_DENSE = 0.45
-SECOND_CHANCE_SOURCES = 3
-
-
-def deserves_second_chance(sources, floor: float = SECOND_CHANCE_DENSE) -> bool:
-    """Do the top passages match the question well in meaning and in words?"""
-    top = [s.hit for s in sources if s.hit.kind == "passage"][:SECOND_CHANCE_SOURCES]
-    dense = max((h.dense_score or 0.0 for h in top), default=0.0)
-    return dense >= floor and any(h.lexical_rank is not None for h in top)

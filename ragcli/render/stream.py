@@ -41,11 +41,7 @@ PHASES = {
     "write": "writing",
     "claims": "checking each sentence against its passage",
     "verify": "verifying the claims with the model",
-    "retry": "no answer kept: asking again with the top relevant passages",
 }
-# Phases whose text replaces what was streamed: a second try (`retry`), and `restore`, the first
-# answer shown again when the second was not kept.
-REPLACING = ("retry", "restore")
 WITHDRAWN = "↑ withdrawn: ragcli's checks did not keep the text above"
 
 
@@ -92,16 +88,8 @@ class AnswerStream:
         return self.progress if self.env.stderr_isatty else None
 
     def phase(self, name: str, detail: str = "", done: Optional[int] = None, total: Optional[int] = None) -> None:
-        """Name what is being done on the status line (nothing when stderr is not a terminal).
-        `retry`, `steps`: the first try's text is not the answer, the second one replaces it;
-        `restore`: the second try's text is not the answer either, the first is written again."""
-        if name in REPLACING:
-            with self._lock:
-                if self._text_open:
-                    self._end_line()
-                self._stop_status()
-                self._withdraw()
-        if not self.env.stderr_isatty or name == "restore":
+        """Name what is being done on the status line (nothing when stderr is not a terminal)."""
+        if not self.env.stderr_isatty:
             return
         with self._lock:
             self._show(name, detail, done, total)

@@ -20,7 +20,9 @@ class Calibration:
     model: str
     no_context: float  # best passage cosine below this: nothing retrieved is about the question
     subject: float  # question-without-a-word cosine below this: the word carries the question
-    second_chance: float  # best passage cosine at or above this: a refusal deserves a second try
+    # best passage cosine at or above this once earned a refusal a second try; no rule reads it since the
+    # second try was dropped (decision D76), but stored calibrations carry it
+    second_chance: float
     off_question: float  # answer-to-question cosine below this: the answer is about something else
     measured: dict = field(default_factory=dict, compare=False)  # threshold -> how it was measured
 
