@@ -107,8 +107,14 @@ def _claim(data: dict) -> Claim:
 
 
 def _sources(conn, summary_id: int) -> list[SummarySource]:
-    rows = conn.execute(f"SELECT {', '.join(SOURCE_COLUMNS)} FROM summary_sources WHERE summary_id = ?"
-                        f" ORDER BY rowid", (summary_id,)).fetchall()
+    return saved_sources(conn, "summary_sources", "summary_id", summary_id)
+
+
+def saved_sources(conn, table: str, owner_column: str, owner_id: int) -> list[SummarySource]:
+    """The saved sources of one summary or conversation turn (`table` summary_sources or turn_sources,
+    keyed by `owner_column`), in the order they were given to the model."""
+    rows = conn.execute(f"SELECT {', '.join(SOURCE_COLUMNS)} FROM {table} WHERE {owner_column} = ? ORDER BY rowid",
+                        (owner_id,)).fetchall()
     out = []
     for row in rows:
         source = dict(zip(SOURCE_COLUMNS, row))
