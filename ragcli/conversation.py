@@ -389,22 +389,9 @@ def saved_sources(answer) -> list:
 
 
 def check_sources(conn, turn):
-    """Mark each source of a saved turn ok / moved / gone (summary.check_sources' rules), and the turn
+    """Mark each source of a saved turn ok / moved / gone (store/summaries.mark_sources), and the turn
     stale when a source its answer cites is gone (any source, when it cites none)."""
-    now = source_store.current_passages(conn, [s.passage_id for s in turn.sources])
-    books = source_store.existing_books(conn, [s.book_id for s in turn.sources])
-    for s in turn.sources:
-        s.status, s.reason, s.current_passage_id = "ok", None, s.passage_id
-        if now.get(s.passage_id) == (s.book_id, s.text_hash):
-            continue
-        moved = source_store.passage_by_book_hash(conn, s.book_id, s.text_hash)
-        if moved is not None:
-            s.status, s.current_passage_id = "moved", moved
-        else:
-            s.status, s.current_passage_id = "gone", None
-            s.reason = "book removed" if s.book_id not in books else "text changed"
-    relied_on = [s for s in turn.sources if s.cited] or turn.sources
-    turn.stale_sources = [s.label for s in relied_on if s.status == "gone"]
+    turn.stale_sources = source_store.mark_sources(conn, turn.sources)
     turn.stale = bool(turn.stale_sources)
     return turn
 

@@ -152,3 +152,23 @@ def passage_by_book_hash(conn, book_id: str, text_hash: str) -> Optional[int]:
 
 def existing_books(conn, book_ids: Iterable[str]) -> set[str]:
     return {r[0] for r in select_in(conn, "SELECT id FROM books WHERE id IN {in}", sorted(set(book_ids)))}
+
+
+def mark_sources(conn, sources: list[SummarySource]) -> list[str]:
+    """Mark each saved source ok / moved (same text under a new passage id) / gone, in place; return
+    the labels of the gone ones the text relies on: the sources it cites (all of them, when it cites
+    none). A summary or a conversation turn is stale when this is not empty."""
+    now = current_passages(conn, [s.passage_id for s in sources])
+    books = existing_books(conn, [s.book_id for s in sources])
+    for s in sources:
+        s.status, s.reason, s.current_passage_id = "ok", None, s.passage_id
+        if now.get(s.passage_id) == (s.book_id, s.text_hash):
+            continue
+        moved = passage_by_book_hash(conn, s.book_id, s.text_hash)
+        if moved is not None:
+            s.status, s.current_passage_id = "moved", moved
+        else:
+            s.status, s.current_passage_id = "gone", None
+            s.reason = "book removed" if s.book_id not in books else "text changed"
+    relied_on = [s for s in sources if s.cited] or sources
+    return [s.label for s in relied_on if s.status == "gone"]
