@@ -189,7 +189,7 @@ class AnswerEvents:
     validated text (what arrived since the last one), and a last chunk with the sources and the
     `ragcli` field.
 
-    Text after a later phase (a second try ragcli may or may not keep) is held back: what was sent
+    Text after a later phase (text ragcli may or may not keep) is held back: what was sent
     cannot be taken back, so the last chunk says when the text above is not the answer kept, and
     gives the final one (chat.closing_text)."""
 
