@@ -305,6 +305,12 @@ def main() -> int:
     print_table(systems, f"{args.label or what}, {len(records)} questions, variant {args.variant or 'ragcli'}")
     if args.cache and model is not None:
         print(f"\ngeneration cache {args.cache}: {model.hits} replayed, {model.misses} generated")
+        if model.unrecorded:
+            # a replay that needed an unrecorded call is not the recorded run (a swallowed rewrite
+            # miss changes retrieval silently): its figures must not be read as a replay's
+            print(f"--replay: {model.unrecorded} call(s) had no recorded reply: this run is not a replay",
+                  file=sys.stderr)
+            return 1
     return 0
 
 

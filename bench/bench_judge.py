@@ -75,7 +75,7 @@ def main() -> int:
         q = r["question"]
         result = search(conn, embedder, q, SearchOptions(mode=mode_for(True, False), k=10, check_language=True))
         sources = prompt.label_sources(result.hits)
-        first = prompt.instructions_for(q)[0]
+        first = prompt.instruction_for(q)
         laid = prompt.build(q, sources, model.count_tokens, 4096 - 512 - ANSWER_TOKENS_RESERVE, instruction=first)
         pages = set(r.get("pages") or [])
         rec = {"id": r["id"], "answerable": r["answerable"], "labels": [s.label for s in laid.sources],

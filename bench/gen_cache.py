@@ -38,7 +38,7 @@ class CachedModel:
                 if line.strip():
                     row = json.loads(line)
                     self._cache[row["key"]] = row
-        self.hits = self.misses = 0
+        self.hits = self.misses = self.unrecorded = 0
         self.stats: dict = {}
 
     # the protocol's attributes come from the wrapped model (its tokenizer, window, params)
@@ -57,6 +57,8 @@ class CachedModel:
         row = self._cache.get(key)
         if row is None:
             if self._replay_only:
+                # counted here too: a caller may swallow the error (ask's rewrite falls back silently)
+                self.unrecorded += 1
                 raise KeyError("gen_cache: no recorded reply for this call (replay only)")
             self.misses += 1
             text = "".join(self._model.chat(messages, max_tokens=max_tokens, constraint=constraint,
@@ -80,6 +82,8 @@ class CachedModel:
         row = self._cache.get(key)
         if row is None:
             if self._replay_only:
+                # counted here too: a caller may swallow the error (ask's rewrite falls back silently)
+                self.unrecorded += 1
                 raise KeyError("gen_cache: no recorded probabilities for this call (replay only)")
             self.misses += 1
             probs = self._model.next_word_probs(messages, words)

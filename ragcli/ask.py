@@ -1,6 +1,6 @@
 """question -> retrieval -> the model judges which passages answer it -> labelled prompt -> model (or
-extractive) -> validated answer -> per-claim support -> one verdict (answer/verdict.py), with at most one
-second try, chosen by the verdict's reason: a thin loop over search/ and answer/."""
+extractive) -> validated answer -> per-claim support -> one verdict (answer/verdict.py): a thin pipeline
+over search/ and answer/."""
 from __future__ import annotations
 
 import time
@@ -146,12 +146,12 @@ def _judge_data(run: Run) -> Optional[dict]:
 # ------------------------------------------------------------------------------ the model's answer
 
 def _answer(run: Run) -> Answer:
-    """The judge, then the first attempt; one second try when the verdict's reason earns one
-    (verdict.RETRY) and the judge (or, without it, the calibrated match of the top passages) says
-    the passages can answer."""
+    """The judge (--judge), then one attempt, decided by the verdict. There is no second try: on the
+    held-out book every second try either failed again or replaced a withheld draft with a wrong
+    answer shown as answered (decision D76)."""
     model, opts = run.model, run.opts
     run.phase("prompt")
-    first, retry_instruction = prompt.instructions_for(run.question)
+    first = prompt.instruction_for(run.question)
     budget = model.context_size - opts.max_tokens - ANSWER_TOKENS_RESERVE
     laid = prompt.build(run.question, run.sources, model.count_tokens, budget, instruction=first)
     usable = laid.sources
@@ -168,30 +168,8 @@ def _answer(run: Run) -> Answer:
             if not usable:
                 return _unanswered(run, verdicts.before_answer(Reason.NOT_RELEVANT))
     only = {s.label for s in usable} if len(usable) < len(laid.sources) else None
-    answer, v = _attempt(run, run.sources, first, only)
-    if v.status == "no_answer" and v.reason in verdicts.RETRY and _can_mend(run):
-        top = [s for s in usable if s.hit.kind == "passage"][:refusal.SECOND_CHANCE_SOURCES]
-        if run.on_text:
-            run.on_text("\n")
-        run.phase("retry")
-        second, v2 = _attempt(run, top, retry_instruction, None, attempts=2)
-        if v2.status == "answered":
-            second.notice = _join(f"answered on the second try, from the top {len(top)} relevant passages: "
-                                  f"the first answer was not kept ({v.words})", second.notice)
-            labels = {s.label for s in second.sources}
-            second.sources = list(second.sources) + [s for s in answer.sources if s.label not in labels]
-            return second
-        answer.attempts = 2
-        answer.timings["generation"] = answer.timings.get("generation", 0.0) + second.timings.get("generation", 0.0)
+    answer, _ = _attempt(run, run.sources, first, only)
     return answer
-
-
-def _can_mend(run: Run) -> bool:
-    """Another try can succeed: the judge found passages that answer the question; without the judge,
-    the top passages match it well (calibrated cosine, and found by its words too)."""
-    if run.judged is not None and run.judged.ran:
-        return True
-    return run.calibration is not None and refusal.deserves_second_chance(run.sources, run.calibration.second_chance)
 
 
 def _attempt(run: Run, sources: list[Source], instruction: str, only: Optional[set], attempts: int = 1):

@@ -17,10 +17,19 @@ is answered from the passages retrieved for its standalone question).
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from ragcli.errors import NotFoundError, UsageError
+from ragcli.models.chat import OneLine
+from ragcli.store import conversations as conversation_store, corpus as store, summaries as source_store
+from ragcli.system_prompt import ANSWER_PREFIX
 from ragcli.text import QUERY_STOPWORDS, stem
+from ragcli.types import Turn
+
+# ask and summary (the search pipeline, numpy) are imported where a turn is answered or a source is
+# re-read: listing, showing and deleting conversations need neither.
 
 
 @dataclass
@@ -99,8 +108,6 @@ def standalone(question: str, history: Sequence[tuple[str, str]], model=None) ->
         return Standalone(question, False, "stands alone")
     earlier = _standalone_history(history)
     if model is not None:
-        import time
-
         start = time.perf_counter()
         text = _model_rewrite(model, question, history, earlier)
         seconds = time.perf_counter() - start
@@ -259,8 +266,6 @@ _LABEL = re.compile(r"\s*\[[SF]\d+\]")
 def rewrite_messages(follow_up: str, history: Sequence[tuple[str, str]]) -> list[dict]:
     """The rewrite call: ask's prefix (the turn's answer then re-uses its KV cache), the worked
     example, then the task over the last HISTORY_TURNS turns."""
-    from ragcli.system_prompt import ANSWER_PREFIX
-
     messages = [dict(m) for m in ANSWER_PREFIX]
     example_turns, example_q, example_out = _EXAMPLE
     messages += [{"role": "user", "content": _task(example_q, example_turns)},
@@ -270,8 +275,6 @@ def rewrite_messages(follow_up: str, history: Sequence[tuple[str, str]]) -> list
 
 def _model_rewrite(model, question: str, history: Sequence[tuple[str, str]], earlier: Sequence[str]) -> str:
     """The model's standalone question, or "" when it failed or is not kept (see `keep`)."""
-    from ragcli.models.chat import OneLine
-
     turns = [(q, a) for (q, a), _ in zip(history, earlier)]
     try:
         text = model.chat(rewrite_messages(question, turns), max_tokens=64, constraint=OneLine(200),
@@ -310,8 +313,6 @@ def keep(text: str, question: str, earlier: Sequence[str]) -> str:
 
 def parse_id(text) -> int:
     """A conversation id as typed (`--conversation 7`); UsageError for anything but a whole number >= 1."""
-    from ragcli.errors import UsageError
-
     value = str(text).strip().lstrip("#")
     if not value.isdigit() or int(value) < 1:
         raise UsageError(f"'{text}' is no conversation id: ids are numbers, as `ragcli conversations list` shows them")
@@ -320,9 +321,6 @@ def parse_id(text) -> int:
 
 def get(conn, conversation_id: int):
     """A saved conversation with its turns, each checked for staleness; NotFoundError when there is none."""
-    from ragcli.errors import NotFoundError
-    from ragcli.store import conversations as conversation_store
-
     found = conversation_store.conversation(conn, conversation_id)
     if found is None:
         raise NotFoundError(f"no conversation {conversation_id}: `ragcli conversations list` shows them")
@@ -333,8 +331,6 @@ def get(conn, conversation_id: int):
 
 def latest(conn):
     """The conversation continued last (`ask --continue`), or None when there is none yet."""
-    from ragcli.store import conversations as conversation_store
-
     cid = conversation_store.latest_id(conn)
     return None if cid is None else get(conn, cid)
 
@@ -353,9 +349,6 @@ def ask_turn(conn, embedder, question: str, model=None, opts=None, conversation=
     (question, answer) pairs to rewrite from when there is no saved conversation (the bench).
     Nothing is written before the answer is complete: an error or Ctrl-C leaves the file as it was."""
     from ragcli import ask as asking
-    from ragcli.store import corpus as store
-    from ragcli.store import conversations as conversation_store
-    from ragcli.types import Turn
 
     opts = opts or asking.AskOptions()
     if conversation is not None and not opts.book_ids and conversation.book_ids:
@@ -383,8 +376,6 @@ def ask_turn(conn, embedder, question: str, model=None, opts=None, conversation=
     if save:
         cid, _number = conversation_store.insert_turn(conn, turn, title=question, book_ids=opts.book_ids or [])
         if not cid:
-            from ragcli.errors import NotFoundError
-
             raise NotFoundError(f"conversation {conversation.id} was deleted while this turn was answered: "
                                 f"the turn is not saved")
     return turn, answer
@@ -398,38 +389,18 @@ def saved_sources(answer) -> list:
 
 
 def check_sources(conn, turn):
-    """Mark each source of a saved turn ok / moved / gone (summary.check_sources' rules), and the turn
+    """Mark each source of a saved turn ok / moved / gone (store/summaries.mark_sources), and the turn
     stale when a source its answer cites is gone (any source, when it cites none)."""
-    from ragcli.store import summaries as source_store
-
-    now = source_store.current_passages(conn, [s.passage_id for s in turn.sources])
-    books = source_store.existing_books(conn, [s.book_id for s in turn.sources])
-    for s in turn.sources:
-        s.status, s.reason, s.current_passage_id = "ok", None, s.passage_id
-        if now.get(s.passage_id) == (s.book_id, s.text_hash):
-            continue
-        moved = source_store.passage_by_book_hash(conn, s.book_id, s.text_hash)
-        if moved is not None:
-            s.status, s.current_passage_id = "moved", moved
-        else:
-            s.status, s.current_passage_id = "gone", None
-            s.reason = "book removed" if s.book_id not in books else "text changed"
-    relied_on = [s for s in turn.sources if s.cited] or turn.sources
-    turn.stale_sources = [s.label for s in relied_on if s.status == "gone"]
+    turn.stale_sources = source_store.mark_sources(conn, turn.sources)
     turn.stale = bool(turn.stale_sources)
     return turn
 
 
 def conversations(conn) -> list:
-    from ragcli.store import conversations as conversation_store
-
     return conversation_store.conversations(conn)
 
 
 def delete(conn, conversation_id: int) -> None:
     """Delete a conversation and its turns; NotFoundError when there is none."""
-    from ragcli.errors import NotFoundError
-    from ragcli.store import conversations as conversation_store
-
     if not conversation_store.delete_conversation(conn, conversation_id):
         raise NotFoundError(f"no conversation {conversation_id}: `ragcli conversations list` shows them")

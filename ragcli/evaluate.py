@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ragcli.errors import InputError, NotFoundError, UsageError
+from ragcli.search.pipeline import MODES, SearchOptions, search
+from ragcli.store import corpus as store
 from ragcli.types import Hit
 
 BEIR_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
@@ -235,8 +237,6 @@ def searcher(conn, embedder, opts, reranker=None) -> SearchFn:
     """The search function of one set of SearchOptions (its book scope comes from each call), with a
     re-ranker model when one is given. Page-set questions only look at the first 10 passages, so
     they need no deep ranking; BEIR needs about 3 passages per document for Recall@100."""
-    from ragcli.search.pipeline import search
-
     def run(text: str, scope: Optional[list[str]]) -> list[Hit]:
         return search(conn, embedder, text, replace(opts, book_ids=scope), reranker=reranker).hits
 
@@ -249,9 +249,6 @@ def run_eval(conn, embedder, queries: list[EvalQuery], modes: Optional[Sequence[
     """The core of `ragcli eval retrieval`: every mode (default: all) at `depth` hits per query; with
     a `reranker` (a re-ranker model) each mode's first max(depth, rerank_depth) hits re-scored by it,
     the mode named `MODE+rerank`."""
-    from ragcli.search.pipeline import MODES, SearchOptions
-    from ragcli.store import corpus as store
-
     options = [SearchOptions(mode=m) for m in (modes or MODES)]  # an unknown mode fails here
     known = [b.id for b in store.list_books(conn)]
     if not known:

@@ -224,19 +224,6 @@ def topics(conn) -> list[dict]:
 def check_sources(conn, summary: Summary) -> Summary:
     """Mark each source ok / moved (same text under a new passage id) / gone, and the summary stale
     when a source it cites is gone (any source, when it cites none)."""
-    now = summary_store.current_passages(conn, [s.passage_id for s in summary.sources])
-    books = summary_store.existing_books(conn, [s.book_id for s in summary.sources])
-    for s in summary.sources:
-        s.status, s.reason, s.current_passage_id = "ok", None, s.passage_id
-        if now.get(s.passage_id) == (s.book_id, s.text_hash):
-            continue
-        moved = summary_store.passage_by_book_hash(conn, s.book_id, s.text_hash)
-        if moved is not None:
-            s.status, s.current_passage_id = "moved", moved
-        else:
-            s.status, s.current_passage_id = "gone", None
-            s.reason = "book removed" if s.book_id not in books else "text changed"
-    relied_on = [s for s in summary.sources if s.cited] or summary.sources
-    summary.stale_sources = [s.label for s in relied_on if s.status == "gone"]
+    summary.stale_sources = summary_store.mark_sources(conn, summary.sources)
     summary.status = "stale" if summary.stale_sources else "ok"
     return summary

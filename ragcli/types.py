@@ -202,7 +202,7 @@ class Answer:
     notice: Optional[str] = None  # e.g. "no model configured; extractive answer"
     verification: Optional[dict] = None
     warnings: list[HealthWarning] = field(default_factory=list)  # the answer's health (answer/health.py)
-    attempts: int = 0  # model calls for the answer: 1, or 2 after a second chance (0: none)
+    attempts: int = 0  # model calls for the answer: 1 (0: none)
     unbacked: Optional[str] = None  # why ragcli's checks made the model's answer no_answer, in words
     reason: Optional[str] = None  # answer/verdict.py's Reason code: why the status is not `answered`
     judge: Optional[dict] = None  # how the relevance judge ran: method, seconds, notice

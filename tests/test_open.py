@@ -65,7 +65,7 @@ def test_open_runs_the_viewer_with_the_file_and_the_page(corpus_db, cli, tmp_pat
     data = json.loads(res.stdout)
     assert data["page"] == top["page"] and data["file"] == top["file"]
     for _ in range(100):
-        if log.exists():
+        if log.exists() and log.read_text():  # the viewer creates the file, then writes it
             break
         time.sleep(0.1)
     assert json.loads(log.read_text()) == [f"--page={top['page']}", top["file"]]
@@ -152,7 +152,7 @@ def test_open_and_show_s2_take_a_source_of_the_latest_saved_answer(corpus_db, cl
     assert opened.exit_code == 0, opened.output
     assert json.loads(opened.stdout)["passage_id"] == s2["passage_id"]
     for _ in range(100):
-        if log.exists():
+        if log.exists() and log.read_text():  # the viewer creates the file, then writes it
             break
         time.sleep(0.1)
     assert json.loads(log.read_text()) == [f"--page={s2['page']}", s2["file"]]

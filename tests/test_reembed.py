@@ -24,6 +24,9 @@ def test_reembed_switches_model_and_search_follows(tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["model"] == other and report["passages"] > 50 and report["dim"] == 384
+    # no calibration is known under that name: the cosine rules are off, and reembed says so once
+    assert "no calibration for the embedding model" in report["calibration"] and other in report["calibration"]
+    assert result.stderr.count("no calibration for the embedding model") == 1
     info = json.loads(runner.invoke(app, ["info", "--db", str(db), "--json"]).stdout)
     assert info["embedding_model"] == other
     # the corpus now records the new model; search uses it and finds the same page as before
@@ -32,3 +35,8 @@ def test_reembed_switches_model_and_search_follows(tmp_path):
     refused = runner.invoke(app, ["search", "nimodipine", "--db", str(db), "--embed-model",
                                   "sentence-transformers/all-MiniLM-L6-v2"])
     assert refused.exit_code == 4 and "reembed" in refused.stderr
+    # back to the bundled model, whose calibration ships: nothing to say
+    back = runner.invoke(app, ["reembed", "--embed-model", "sentence-transformers/all-MiniLM-L6-v2", "--db", str(db),
+                                "--json"])
+    assert back.exit_code == 0, back.output
+    assert json.loads(back.stdout)["calibration"] is None and "no calibration" not in back.stderr

@@ -20,44 +20,10 @@ def write_embed_gguf(path: str | Path, seed: int = 1, n_embd: int = tinymodel.N_
 
     path = Path(path)
     tokens, types, merges = tinymodel.tiny_vocab()
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_name("ragcli-tiny-embed")
-    writer.add_context_length(context)
-    writer.add_embedding_length(n_embd)
-    writer.add_block_count(n_layer)
-    writer.add_feed_forward_length(n_ff)
-    writer.add_head_count(n_head)
-    writer.add_head_count_kv(n_head_kv)
-    writer.add_rope_dimension_count(n_embd // n_head)
-    writer.add_layer_norm_rms_eps(1e-5)
-    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
-    writer.add_pooling_type(gguf.PoolingType.MEAN)
-    writer.add_vocab_size(len(tokens))
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("default")
-    writer.add_token_list(tokens)
-    writer.add_token_types(types)
-    writer.add_token_merges(merges)
-    writer.add_bos_token_id(tokens.index("<|endoftext|>"))
-    writer.add_eos_token_id(tokens.index("<|im_end|>"))
-    writer.add_add_bos_token(False)
-    rng = np.random.default_rng(seed)
-    head_dim = n_embd // n_head
-    n_kv = head_dim * n_head_kv
-
-    def w(*shape: int) -> np.ndarray:
-        return (rng.standard_normal(shape) * 0.2).astype(np.float32)
-
-    tensors = {"token_embd.weight": w(len(tokens), n_embd), "output_norm.weight": np.ones(n_embd, np.float32),
-               "output.weight": w(len(tokens), n_embd)}
-    for i in range(n_layer):
-        p = f"blk.{i}."
-        tensors.update({
-            p + "attn_norm.weight": np.ones(n_embd, np.float32), p + "attn_q.weight": w(n_embd, n_embd),
-            p + "attn_k.weight": w(n_kv, n_embd), p + "attn_v.weight": w(n_kv, n_embd),
-            p + "attn_output.weight": w(n_embd, n_embd), p + "ffn_norm.weight": np.ones(n_embd, np.float32),
-            p + "ffn_gate.weight": w(n_ff, n_embd), p + "ffn_up.weight": w(n_ff, n_embd),
-            p + "ffn_down.weight": w(n_embd, n_ff)})
+    shape = dict(n_embd=n_embd, n_layer=n_layer, n_ff=n_ff, n_head=n_head, n_head_kv=n_head_kv)
+    writer = tinymodel.llama_writer(path, "ragcli-tiny-embed", tokens, types, merges, context=context,
+                                    pooling=gguf.PoolingType.MEAN, **shape)
+    tensors = tinymodel.random_tensors(len(tokens), np.random.default_rng(seed), **shape)
     tinymodel.save(writer, tensors)
     return path
 

@@ -63,33 +63,66 @@ def tiny_vocab() -> tuple[list[str], list[int], list[str]]:
     return tokens, types, [f"{a} {b}" for a, b in MERGES]
 
 
-def _tensors(n_vocab: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+def random_tensors(n_vocab: int, rng: np.random.Generator, n_embd: int = N_EMBD, n_layer: int = N_LAYER,
+             n_ff: int = N_FF, n_head: int = N_HEAD, n_head_kv: int = N_HEAD_KV) -> dict[str, np.ndarray]:
     """Random weights; numpy shapes are (rows, cols) = ggml's (ne1, ne0)."""
-    head_dim = N_EMBD // N_HEAD
-    n_kv = head_dim * N_HEAD_KV
+    head_dim = n_embd // n_head
+    n_kv = head_dim * n_head_kv
 
     def w(*shape: int) -> np.ndarray:
         return (rng.standard_normal(shape) * 0.2).astype(np.float32)
 
     tensors = {
-        "token_embd.weight": w(n_vocab, N_EMBD),
-        "output_norm.weight": np.ones(N_EMBD, dtype=np.float32),
-        "output.weight": w(n_vocab, N_EMBD),
+        "token_embd.weight": w(n_vocab, n_embd),
+        "output_norm.weight": np.ones(n_embd, dtype=np.float32),
+        "output.weight": w(n_vocab, n_embd),
     }
-    for i in range(N_LAYER):
+    for i in range(n_layer):
         p = f"blk.{i}."
         tensors.update({
-            p + "attn_norm.weight": np.ones(N_EMBD, dtype=np.float32),
-            p + "attn_q.weight": w(N_EMBD, N_EMBD),
-            p + "attn_k.weight": w(n_kv, N_EMBD),
-            p + "attn_v.weight": w(n_kv, N_EMBD),
-            p + "attn_output.weight": w(N_EMBD, N_EMBD),
-            p + "ffn_norm.weight": np.ones(N_EMBD, dtype=np.float32),
-            p + "ffn_gate.weight": w(N_FF, N_EMBD),
-            p + "ffn_up.weight": w(N_FF, N_EMBD),
-            p + "ffn_down.weight": w(N_EMBD, N_FF),
+            p + "attn_norm.weight": np.ones(n_embd, dtype=np.float32),
+            p + "attn_q.weight": w(n_embd, n_embd),
+            p + "attn_k.weight": w(n_kv, n_embd),
+            p + "attn_v.weight": w(n_kv, n_embd),
+            p + "attn_output.weight": w(n_embd, n_embd),
+            p + "ffn_norm.weight": np.ones(n_embd, dtype=np.float32),
+            p + "ffn_gate.weight": w(n_ff, n_embd),
+            p + "ffn_up.weight": w(n_ff, n_embd),
+            p + "ffn_down.weight": w(n_embd, n_ff),
         })
     return tensors
+
+
+def llama_writer(path: Path, name: str, tokens: list[str], types: list[int], merges: list[str], *,
+                 context: int = CONTEXT_LENGTH, n_embd: int = N_EMBD, n_layer: int = N_LAYER, n_ff: int = N_FF,
+                 n_head: int = N_HEAD, n_head_kv: int = N_HEAD_KV, pooling=None):
+    """A GGUFWriter with the tiny `llama` model's metadata (shapes, the byte-level BPE vocabulary);
+    `pooling` (a gguf.PoolingType) makes it an embedding model."""
+    import gguf
+
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name(name)
+    writer.add_context_length(context)
+    writer.add_embedding_length(n_embd)
+    writer.add_block_count(n_layer)
+    writer.add_feed_forward_length(n_ff)
+    writer.add_head_count(n_head)
+    writer.add_head_count_kv(n_head_kv)
+    writer.add_rope_dimension_count(n_embd // n_head)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    if pooling is not None:
+        writer.add_pooling_type(pooling)
+    writer.add_vocab_size(len(tokens))
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(merges)
+    writer.add_bos_token_id(tokens.index("<|endoftext|>"))
+    writer.add_eos_token_id(tokens.index("<|im_end|>"))
+    writer.add_add_bos_token(False)
+    return writer
 
 
 GEMMA_LIKE_TEMPLATE = (  # refuses a system message, as Gemma's template does
@@ -106,33 +139,12 @@ def write_tiny_gguf(path: str | Path, seed: int = 0,
     """Write the tiny model to `path` (about 440 KB) and return the path.
 
     `chat_template=None` leaves the template out (as in some old GGUF files)."""
-    import gguf
-
     path = Path(path)
     tokens, types, merges = tiny_vocab()
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_name("ragcli-tiny-test")
-    writer.add_context_length(CONTEXT_LENGTH)
-    writer.add_embedding_length(N_EMBD)
-    writer.add_block_count(N_LAYER)
-    writer.add_feed_forward_length(N_FF)
-    writer.add_head_count(N_HEAD)
-    writer.add_head_count_kv(N_HEAD_KV)
-    writer.add_rope_dimension_count(N_EMBD // N_HEAD)
-    writer.add_layer_norm_rms_eps(1e-5)
-    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
-    writer.add_vocab_size(len(tokens))
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("default")
-    writer.add_token_list(tokens)
-    writer.add_token_types(types)
-    writer.add_token_merges(merges)
-    writer.add_bos_token_id(tokens.index("<|endoftext|>"))
-    writer.add_eos_token_id(tokens.index("<|im_end|>"))
-    writer.add_add_bos_token(False)
+    writer = llama_writer(path, "ragcli-tiny-test", tokens, types, merges)
     if chat_template is not None:
         writer.add_chat_template(chat_template)
-    save(writer, _tensors(len(tokens), np.random.default_rng(seed)))
+    save(writer, random_tensors(len(tokens), np.random.default_rng(seed)))
     return path
 
 

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ragcli.answer.citations import neutralise
 from ragcli.answer.sentence_kind import _NUMBERED, _STEP_MARKER, is_caption, is_junk
 from ragcli.text import sentences
 from ragcli.types import Source
@@ -223,8 +224,6 @@ def _step_number(sentence: str) -> int:
 def _reading_runs(sources: list[Source]) -> list[list[tuple[str, int, int]]]:
     """The sentences of the retrieved passages, passages next to each other in the book read as one
     text in book order (the sentence they share once); captions, tables and cross-references left out."""
-    from ragcli.answer.citations import neutralise
-
     by_id = {(s.hit.book_id, s.hit.passage_id): k for k, s in enumerate(sources) if s.hit.kind == "passage"}
     runs = []
     for book, pid in sorted(by_id):

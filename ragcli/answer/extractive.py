@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ragcli.answer.book_lists import Block, _blocks, _headings, _negated_items, _render, _with_leads
+from ragcli.answer.citations import neutralise
 from ragcli.answer.question_kind import question_kind
 from ragcli.answer.sentence_kind import _IMPERATIVE, _STEP_MARKER, is_caption, is_instruction, is_junk, sentence_kind
 from ragcli.text import QUERY_STOPWORDS, STOPWORDS, overlap_words, sentences, stem
@@ -27,8 +28,6 @@ def candidates(sources: list[Source], max_words: int = 10_000, min_words: int = 
     """(sentence, source index, position in the passage) of every usable sentence (not figures, not a
     figure's caption). The book's own citation-like marks are inert in them ("[3]" -> "⟨3⟩"): a quoted
     sentence never cites."""
-    from ragcli.answer.citations import neutralise
-
     out = []
     for i, source in enumerate(sources):
         if source.hit.kind == "figure":

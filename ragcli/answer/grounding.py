@@ -15,6 +15,7 @@ from typing import Optional
 from ragcli.answer import support
 from ragcli.answer.citations import neutralise
 from ragcli.answer.claims import attach_citations, labels_lead, segment, split_claims
+from ragcli.models import grammars
 from ragcli.text import sentences as split_sentences_plain
 from ragcli.system_prompt import ANSWER_PREFIX
 from ragcli.answer.refusal import is_refusal_sentence
@@ -173,8 +174,6 @@ def verify_messages(answer: Answer, claims: list[Claim]) -> list[dict]:
 
 def verify(answer: Answer, model, embedder) -> None:
     """Draft -> per-claim verdicts (JSON grammar) -> unsupported claims removed."""
-    from ragcli.models import grammars
-
     claims = [c for c in answer.claims if c.support != "not_factual"]
     if not claims:
         return

@@ -21,6 +21,7 @@ import math
 import re
 from typing import Iterable, Optional, Sequence
 
+from ragcli.answer.prompt import SYSTEM_PROMPT, answer_header, source_header
 from ragcli.types import Claim, HealthWarning, Source
 
 # A stretch of the text repeated back to back this many times, and at least LOOP_MIN_SPAN characters
@@ -196,8 +197,6 @@ class EchoFilter:
 def echo_patterns(sources: Sequence[Source], system_prompt: str = "", question: str = "") -> list[str]:
     """What a copied prompt line starts with: the fixed lines, each source's header (with its label,
     and whole without it), the system prompt's lines, the question."""
-    from ragcli.answer.prompt import answer_header, source_header
-
     headers = [header(s) for s in sources for header in (source_header, answer_header)]
     return patterns_from(headers, system_prompt, question)
 
@@ -233,7 +232,7 @@ class Monitor:
 
     def __init__(self, sources: Sequence[Source] = (), system_prompt: Optional[str] = None, question: str = ""):
         if system_prompt is None:
-            from ragcli.answer.prompt import SYSTEM_PROMPT as system_prompt
+            system_prompt = SYSTEM_PROMPT
         self.echo = EchoFilter(echo_patterns(sources, system_prompt, question))
         self.loop = LoopDetector()
 

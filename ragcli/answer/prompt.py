@@ -5,6 +5,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from ragcli.answer.citations import book_marks, neutralise
+from ragcli.answer.extractive import question_kind
 from ragcli.types import Hit, Source
 
 # The answer's system prompt, instruction and worked example live in ragcli/system_prompt.py: the
@@ -13,28 +15,18 @@ from ragcli.system_prompt import (ANSWER_EXAMPLE, ANSWER_INSTRUCTION, ANSWER_PRE
                                   SUMMARY_PREFIX, SYSTEM_PROMPT)
 
 ANSWER_SOURCES = 6  # passages given for an answer (k retrieved; the rest are listed, not prompted)
-# The second try (ask.py, when the verdict's reason earns one): the top relevant passages only, asked
-# directly.
-SECOND_CHANCE_INSTRUCTION = ("These passages answer the question. Answer it from them in 2 or 3 "
-                             "sentences, each ending with its label.")
 # A yes/no question about what to do is asked as what the passages tell the reader to do: the passages
 # state instructions, not yes or no.
-SECOND_CHANCE_YES_NO = ("These passages say what to do here. Say what they tell the reader to do, in 2 or "
-                        "3 sentences, each ending with its label.")
 YES_NO_INSTRUCTION = ("Say what the passages tell the reader to do about this, in 2 to 4 sentences, each "
                       "ending with its label.")
 
 # The task lines of an answer (its own system prompt, the worked example, at most ANSWER_SOURCES).
-ANSWERING = (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION, SECOND_CHANCE_INSTRUCTION, SECOND_CHANCE_YES_NO)
+ANSWERING = (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION)
 
 
-def instructions_for(question: str) -> tuple[str, str]:
-    """The task line of the answer and of its second chance, by the question's kind."""
-    from ragcli.answer.extractive import question_kind
-
-    if question_kind(question) == "yes_no":
-        return YES_NO_INSTRUCTION, SECOND_CHANCE_YES_NO
-    return ANSWER_INSTRUCTION, SECOND_CHANCE_INSTRUCTION
+def instruction_for(question: str) -> str:
+    """The task line of the answer, by the question's kind."""
+    return YES_NO_INSTRUCTION if question_kind(question) == "yes_no" else ANSWER_INSTRUCTION
 
 
 SUMMARY_INSTRUCTION = (
@@ -83,8 +75,6 @@ def source_block(source: Source, text: str | None = None, header=None) -> str:
     """A passage as the model sees it: its label header (`header(source)`, `source_header` unless
     given), then its text with the book's own citation-like marks made inert ("[3]" -> "⟨3⟩":
     citations.neutralise), so only labels are labels."""
-    from ragcli.answer.citations import neutralise
-
     body = neutralise(source.hit.text if text is None else text)
     if source.hit.kind == "figure":
         caption = re.sub(r"^\W*(?:figure|fig\.?)\s*\S+\s*", "", body, flags=re.I)
@@ -122,7 +112,7 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
           instruction: str = ANSWER_INSTRUCTION, only=None) -> Prompt:
     """Fit the labelled context into `budget` prompt tokens: drop the lowest-ranked sources first; cut
     the text of the last one only when even the best source does not fit, and say so in the prompt.
-    An answer (or its second chance) has its own system prompt, one worked example, short headers and
+    An answer has its own system prompt, one worked example, short headers and
     at most ANSWER_SOURCES passages, listed best last (nearest the question, where a small model reads
     best: decisions.md); a summary the shared system prompt. `only`:
     the labels the relevance judge kept, named after the question (answer/relevance.py)."""
@@ -136,10 +126,8 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
     lead = only_line([s.label for s in pool if s.label in only]) if only else ""
 
     def user(blocks: list[str]) -> str:
-        if instruction in (ANSWER_INSTRUCTION, YES_NO_INSTRUCTION):  # the best passage last, by the question
+        if answering:  # the best passage last, by the question
             return answer_message(question, list(reversed(blocks)), instruction, lead)
-        if answering:
-            return answer_message(question, blocks, instruction, lead)
         return user_message(question, blocks, ", ".join(f"[{s.label}]" for s in kept), instruction)
 
     def block(source: Source, text: str | None = None) -> str:
@@ -178,8 +166,6 @@ def reference_maps(sources: list[Source]) -> tuple[dict, dict, dict, set]:
     """Page labels, section titles and figure numbers -> labels, so that "(p. 45)" written by the model
     can be turned into the label of the passage on that page, or removed; and the citation-like marks
     the passages hold as text, which are never labels. `StreamFilter(valid, *reference_maps(sources))`."""
-    from ragcli.answer.citations import book_marks
-
     pages: dict[str, list[str]] = {}
     sections: dict[str, list[str]] = {}
     figures: dict[str, list[str]] = {}

@@ -10,6 +10,12 @@ from __future__ import annotations
 import re
 from typing import Callable, Optional, Sequence
 
+import numpy as np
+
+from ragcli.answer.claims import split_claims
+from ragcli.answer.support import missing_numbers
+from ragcli.text import SUPPORT_STOPWORDS, content_words, stem
+
 _SUBJECT = (r"(?:the |these |those |this |given |provided |above |supplied |available |retrieved |"
             r"cited |following )*(?:passages?|context|sources?|texts?|excerpts?|documents?|information|"
             r"books?|manual|materials?|references?|labels?|s\d+|\[s\d+\])")
@@ -59,8 +65,6 @@ def refusal_sentences(sentences: list[str]) -> list[int]:
 def is_refusal(text: str) -> bool:
     """The whole answer refuses: it is empty, or it opens with a refusal and nothing after it reads
     as a statement of the book (only caveats, advice to see a doctor, or more refusals)."""
-    from ragcli.answer.claims import split_claims
-
     sentences = [s for s in split_claims(text) if _clean(s)]
     if not sentences:
         return True
@@ -79,8 +83,6 @@ def missing_terms(question: str, sources, in_books: Optional[Callable[[str], boo
     aid" on other pages is the asker's word for the casualty, not a subject the book lacks. Lay words
     the book never uses are still missing, so a missing term only counts against a claim that repeats
     it (see `unbacked_reason`)."""
-    from ragcli.text import content_words, stem
-
     present = _stems(sources)
     out: list[str] = []
     for w in content_words(question):
@@ -108,9 +110,6 @@ def missing_subject(question: str, in_books: Callable[[str], bool], embedder,
 def subject_weights(question: str, in_books: Callable[[str], bool], embedder) -> list[tuple[float, str]]:
     """(cosine of the question without the word to the question, word) for every word of the question
     no page of the books uses, lowest first: the lower, the more of the question the word carries."""
-    import numpy as np
-    from ragcli.text import content_words
-
     words = [w for w in dict.fromkeys(content_words(question))
              if len(w) > 3 and "'" not in w and "’" not in w and not in_books(w)]
     if not words:
@@ -127,22 +126,16 @@ def translated(word: str, rewrite: Optional[str]) -> bool:
     ("slice" the bite open: the book says "cut"; "prop up" the feet: "elevate"), not a subject the book
     lacks: a rewrite keeps a subject it has no book word for ("antibiotic", "tetanus booster shot",
     "stroke")."""
-    from ragcli.text import content_words, stem
-
     return bool(rewrite) and stem(word) not in {stem(w) for w in content_words(rewrite)}
 
 
 def _stems(sources) -> set[str]:
     """The stems of the passages' content words."""
-    from ragcli.text import content_words, stem
-
     return {stem(w) for w in content_words(" ".join(s.hit.text for s in sources))}
 
 
 def _foreign_numbers(claim: str, sources) -> list[str]:
     """Numbers (with their units) of the claim that no passage has: a dose from memory."""
-    from ragcli.answer.support import missing_numbers
-
     text = " ".join(s.hit.text for s in sources)
     return [f"{v:g}{' ' + u if u else ''}" for v, u in missing_numbers(claim, text)]
 
@@ -176,8 +169,6 @@ _WHICH = re.compile(r"\b(?:which|what (?:kind|type|sort|brand|make) of)\s+((?:[a
 
 
 def _object_words(phrase: str) -> list[str]:
-    from ragcli.text import SUPPORT_STOPWORDS
-
     words: list[str] = []
     for w in phrase.lower().split():
         if w in SUPPORT_STOPWORDS:
@@ -221,8 +212,6 @@ def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bo
     something else), when the question asks for an amount (`asks_for_amount`) and no claim gives one, or asks for the
     amount of something (`amount_object`: "what dose of morphine") that no cited passage names: "Take
     one tablet every 8 hours [S2]" from a passage about another drug answers another question."""
-    from ragcli.text import stem
-
     # what the answer says: its sentences that are not refusals ("Inject epinephrine [S2]" is too short
     # to be graded as a claim, and still answers "how much epinephrine" without an amount)
     said = [c for c in answer.claims if re.search(r"[A-Za-z]{2}", c.text) and not is_refusal_sentence(c.text)]
@@ -277,25 +266,9 @@ def off_question(answer, question: str, embedder, floor: float) -> bool:
     on-topic passages that are silent on the question copies the nearest procedure ("deliver a baby in
     the field" answered with the field-dressing steps, every sentence backed by its passage): backed,
     and not an answer."""
-    import numpy as np
-
     text = " ".join(re.sub(r"\s*\[[SF]\d+\]", "", c.text) for c in answer.claims if c.support != "not_factual")
     if not text.strip():
         return False
     q, a = embedder.embed([question, text])
     cos = float(np.dot(q, a) / max(1e-12, float(np.linalg.norm(q) * np.linalg.norm(a))))
     return cos < floor
-
-
-# ------------------------------------------------------------------------------ second chance
-# A refusal although retrieval found the topic squarely: the best passage's cosine is this far above
-# the no-context floor (0.30) and it was found by its words too.
-SECOND_CHANCE_DENSE = 0.45
-SECOND_CHANCE_SOURCES = 3
-
-
-def deserves_second_chance(sources, floor: float = SECOND_CHANCE_DENSE) -> bool:
-    """Do the top passages match the question well in meaning and in words?"""
-    top = [s.hit for s in sources if s.hit.kind == "passage"][:SECOND_CHANCE_SOURCES]
-    dense = max((h.dense_score or 0.0 for h in top), default=0.0)
-    return dense >= floor and any(h.lexical_rank is not None for h in top)

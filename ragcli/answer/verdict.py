@@ -50,12 +50,6 @@ WORDS = {
     Reason.NO_MODEL: "no model configured: extractive answer",
 }
 
-# The second try each reason earns (ask.py's attempts): from the top relevant passages with a direct
-# instruction. A reason not listed ends the attempts.
-RETRY = {Reason.REFUSED: "second_chance", Reason.NOT_BACKED: "second_chance", Reason.OFF_QUESTION: "second_chance",
-         Reason.CITES_IRRELEVANT: "second_chance"}
-
-
 @dataclass
 class Evidence:
     """What the stages found about one attempt's answer."""

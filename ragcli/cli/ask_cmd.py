@@ -12,6 +12,9 @@ from ragcli.cli.options import (
     CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, RerankDepthOpt, RerankOpt, SeedOpt, TempOpt, ThreadsOpt, load_model,
     load_reranker, read_grammar,
 )
+from ragcli.errors import ModelError, UsageError
+
+# The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
 FORMATS = ("text", "markdown")
 FormatOpt = Annotated[str, typer.Option("--format", metavar="text|markdown", help="text (the default), or "
@@ -55,8 +58,6 @@ def ask(
     from ragcli import conversation as chats
     from ragcli.render.stream import AnswerStream
     from ragcli.search.pipeline import check_scope
-
-    from ragcli.errors import UsageError
 
     if output not in FORMATS:
         raise UsageError(f"unknown format '{output}' (choose from {', '.join(FORMATS)})")
@@ -138,6 +139,4 @@ def show_answer(stream, answer, *, json_out: bool, output: str = "text", evidenc
     for removed in answer.removed_citations:  # after the answer, never inside it
         warn(f"removed citation {removed.text!r}: {removed.reason}")
     if any(w.code == "stream_cut" for w in answer.warnings):  # the part received was shown, validated
-        from ragcli.errors import ModelError
-
         raise ModelError(answer.notice or "the model's reply was cut")

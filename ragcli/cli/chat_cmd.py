@@ -13,6 +13,9 @@ from ragcli.cli.options import (
     CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, RerankDepthOpt, RerankOpt, SeedOpt, TempOpt, ThreadsOpt, load_model,
     load_reranker, read_grammar,
 )
+from ragcli.errors import ModelError, RagcliError
+
+# The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
 HELP = """[bold]Commands[/]
   /sources      the passages of the last answer (cited ones first)
@@ -98,8 +101,6 @@ def chat(
             err("stopped: this answer is not saved")
             continue
         except Exception as exc:  # a turn's error ends the turn, not the session
-            from ragcli.errors import RagcliError
-
             if not isinstance(exc, RagcliError):
                 raise
             err(escape(str(exc)))
@@ -107,8 +108,6 @@ def chat(
         try:
             show_answer(stream, answer, json_out=False, evidence=evidence, turn=turn)
         except Exception as exc:
-            from ragcli.errors import ModelError
-
             if not isinstance(exc, ModelError):
                 raise
             err(escape(str(exc)))

@@ -3,14 +3,18 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from ragcli.errors import RagcliError
+from ragcli import __version__
+from ragcli.errors import CorpusError, RagcliError
 from ragcli.render.console import console, err, escape, info, status, warn  # noqa: F401  (the commands' helpers)
+
+# The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
 app = typer.Typer(
     no_args_is_help=True, pretty_exceptions_enable=False,
@@ -74,8 +78,6 @@ GLOBAL = _Global()
 
 def _print_version(value: bool) -> None:
     if value:
-        from ragcli import __version__
-
         typer.echo(f"ragcli {__version__}")
         raise typer.Exit()
 
@@ -140,7 +142,6 @@ def handle_errors(fn):
 
 def _corpus_error(exc: Exception):
     from ragcli.store import db as dbmod
-    from ragcli.errors import CorpusError
 
     known = ("readonly", "read-only", "locked", "busy", "not a database", "malformed", "disk")
     if isinstance(exc, dbmod.DatabaseError) and any(word in str(exc) for word in known):
@@ -203,8 +204,6 @@ def _quiet_pipe() -> None:
 
 
 def run(app_: typer.Typer) -> None:
-    import signal
-
     if hasattr(signal, "SIGPIPE"):  # as Unix tools do: a closed pipe ends the process, no message
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:

@@ -6,6 +6,9 @@ from typing import Annotated
 import typer
 
 from ragcli.cli.common import DbOpt, JsonOpt, app, console, handle_errors, info, open_db
+from ragcli.errors import UsageError
+
+# The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
 conversations_app = typer.Typer(
     no_args_is_help=True,
@@ -62,7 +65,6 @@ def conversations_export(
 ) -> None:
     """A conversation as one document on stdout."""
     from ragcli import conversation as core
-    from ragcli.errors import UsageError
     from ragcli.render.data import conversation_data, print_json
     from ragcli.render.markdown import conversation_markdown
 

@@ -1,6 +1,7 @@
 """ingest, books, info, reembed."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -8,6 +9,9 @@ import typer
 
 from ragcli.cli.common import (DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, err, escape, handle_errors,
                                info, open_db, status, warn)
+from ragcli.errors import InputError, UsageError
+
+# The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
 
 @app.command()
@@ -34,7 +38,6 @@ def ingest(
 ) -> None:
     """Add books to the corpus: PDFs (scanned pages OCR'd), e-books, DOCX, HTML, text."""
     from ragcli.ingest import pipeline as core
-    from ragcli.errors import InputError, UsageError
     from ragcli.render.data import ingest_data, print_json
     from ragcli.render.progress import RunProgress
     from ragcli.render.terminal import ingest_line
@@ -88,8 +91,6 @@ def ingest(
 
 def _workers(asked: Optional[int], files: int) -> int:
     """Parsing processes: none for one file (its pages and OCR then show progress)."""
-    import os
-
     if asked is not None:
         return asked
     if files < 2:
@@ -168,7 +169,6 @@ def info_cmd(db: DbOpt = None, json_out: JsonOpt = False) -> None:
 def _chat_model():
     """The model `ask` would use (named, not loaded), or why the configuration cannot say."""
     from ragcli import config
-    from ragcli.errors import UsageError
     from ragcli.models.factory import describe
 
     try:

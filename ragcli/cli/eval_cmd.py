@@ -8,6 +8,8 @@ import typer
 from ragcli.cli.common import BookOpt, DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, handle_errors, open_db, path_arg
 from ragcli.cli.options import JudgeModelOpt, ModelNameOpt, RerankDepthOpt, RerankOpt, judge_loader, load_reranker
 
+# The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
+
 eval_app = typer.Typer(no_args_is_help=True, help="Measure retrieval on your own test set.")
 app.add_typer(eval_app, name="eval")
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from ragcli.cli.common import JsonOpt, app, console, handle_errors
 
+# The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
+
 
 @app.command("models")
 @handle_errors

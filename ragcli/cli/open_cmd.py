@@ -3,12 +3,17 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ragcli.cli.common import DbOpt, JsonOpt, app, console, handle_errors, info, open_db
+from ragcli.errors import InputError, NotFoundError, UsageError
+
+# The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
 PassageArg = Annotated[str, typer.Argument(metavar="PASSAGE_ID",
                                            help="A passage id (search/ask --json: passage_id), or a label "
@@ -17,7 +22,6 @@ PassageArg = Annotated[str, typer.Argument(metavar="PASSAGE_ID",
 
 def _passage(conn, ref: str):
     """The passage a reference names. `S2`-style labels need saved conversations."""
-    from ragcli.errors import NotFoundError, UsageError
     from ragcli.store import files
 
     ref = ref.strip().strip("[]")
@@ -35,7 +39,6 @@ def _passage(conn, ref: str):
 def _latest_answer_source(conn, label: str) -> int:
     """The passage the latest saved answer gave the model under `label` (as it is now: a passage
     re-read with the same text is followed)."""
-    from ragcli.errors import NotFoundError, UsageError
     from ragcli.store import files
 
     if not files.has_table(conn, "conversation_turns"):
@@ -60,8 +63,6 @@ def _latest_answer_source(conn, label: str) -> int:
 def viewer_command(path: str, page: int, template: str | None = None, platform: str = sys.platform) -> list[str]:
     """The command that opens `path` at `page`: $RAGCLI_VIEWER (`{file}` and `{page}` replaced; the file
     appended when the template has no `{file}`), else `open` (macOS) / `xdg-open` (elsewhere)."""
-    from ragcli.errors import UsageError
-
     if template is None:
         template = os.environ.get("RAGCLI_VIEWER", "")
     if template.strip():
@@ -79,9 +80,6 @@ def viewer_command(path: str, page: int, template: str | None = None, platform: 
 def open_cmd(passage_id: PassageArg, db: DbOpt = None, json_out: JsonOpt = False) -> None:
     """Open the book of a passage at its page in the system viewer ($RAGCLI_VIEWER with {file} and
     {page}, else xdg-open / open)."""
-    import subprocess
-
-    from ragcli.errors import InputError, UsageError
     from ragcli.render.data import file_data, print_json
     from ragcli.render.links import file_state
 
@@ -119,7 +117,6 @@ def show(passage_id: PassageArg,
                                             "the passage's sentences (or the quote) highlighted.")] = "",
          db: DbOpt = None, json_out: JsonOpt = False) -> None:
     """Print a passage with the text around it, the quote highlighted, and where its page is."""
-    from ragcli.errors import UsageError
     from ragcli.render.data import passage_data, print_json
     from ragcli.render.library import print_passage
     from ragcli.store import files
@@ -145,9 +142,6 @@ def show(passage_id: PassageArg,
 
 
 def _image(hit, out: str, quote: str):
-    from pathlib import Path
-
-    from ragcli.errors import InputError
     from ragcli.ingest import page_image
     from ragcli.render.links import file_state
 

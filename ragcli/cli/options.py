@@ -7,6 +7,9 @@ from typing import Annotated, Optional
 import typer
 
 from ragcli.cli.common import status
+from ragcli.errors import UsageError
+
+# The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
 ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Chat model: a GGUF file, an OpenAI-"
                                                  "compatible server URL (http://host:port/v1) or a profile of the "
@@ -56,7 +59,6 @@ def load_model(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, m
 
 def read_grammar(path: Optional[str]):
     """The --grammar-file as an output constraint (models.chat.Grammar), or None."""
-    from ragcli.errors import UsageError
     from ragcli.models.chat import Grammar
 
     if not path:

@@ -11,6 +11,8 @@ from ragcli.cli.common import (
 from ragcli.cli.options import JudgeModelOpt, ModelNameOpt, RerankDepthOpt, RerankOpt, judge_loader, load_reranker
 from ragcli.errors import UsageError
 
+# The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
+
 
 @app.command()
 @handle_errors

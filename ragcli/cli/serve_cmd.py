@@ -12,6 +12,9 @@ from ragcli.cli.common import DbOpt, EmbedOpt, app, embedder_for, handle_errors,
 from ragcli.cli.options import (
     CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, load_model, read_grammar,
 )
+from ragcli.errors import UsageError
+
+# The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
 MaxTokOpt = Annotated[Optional[int], typer.Option("--max-tokens", help="Longest answer in tokens (default 512).",
                                                   show_default=False)]
@@ -80,7 +83,6 @@ def mcp(
 ) -> None:
     """Serve the books to an assistant (Claude Desktop, Cursor, Zed, ...) as a Model Context Protocol
     server over stdio: search, ask, books, summaries, read_passage."""
-    from ragcli.errors import UsageError
     from ragcli.serve import mcp as server
 
     root = None

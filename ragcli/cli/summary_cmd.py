@@ -12,6 +12,9 @@ from ragcli.cli.options import (
     CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, RerankDepthOpt, RerankOpt, SeedOpt, TempOpt, ThreadsOpt, load_model,
     load_reranker, read_grammar,
 )
+from ragcli.errors import NotFoundError, UsageError
+
+# The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
 summary_app = typer.Typer(
     no_args_is_help=True,
@@ -46,7 +49,6 @@ def summary_new(
     """Generate a summary of TOPIC from the books and save it as the topic's next number (not
     when its health is bad, unless --keep-weak)."""
     from ragcli import summary as core
-    from ragcli.errors import NotFoundError
     from ragcli.render.data import print_json, summary_data
     from ragcli.render.stream import AnswerStream
     from ragcli.render.terminal import print_summary
@@ -115,7 +117,6 @@ def summary_show(
     """Print a saved summary (the latest unless NUMBER is given) and its sources (no model needed);
     says when its sources changed."""
     from ragcli import summary as core
-    from ragcli.errors import UsageError
     from ragcli.render.data import print_json, summary_data
     from ragcli.render.terminal import print_summary
 

@@ -1,11 +1,19 @@
 """sync: keep the corpus in line with folders (once, or --watch)."""
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ragcli.cli.common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, err, escape, handle_errors, info, open_db
+from ragcli.errors import InputError, UsageError
+
+# The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
 
 @app.command()
@@ -28,7 +36,6 @@ def sync(
 ) -> None:
     """Bring the corpus in line with folders: new files ingested, changed ones re-read, moved ones
     followed, gone ones reported (removed with --prune)."""
-    from ragcli.errors import InputError, UsageError
     from ragcli.ingest import sync as core
     from ragcli.render.data import change_data, print_json, sync_data
     from ragcli.render.library import change_line, summary_line
@@ -36,8 +43,6 @@ def sync(
     if watch and dry_run:
         raise UsageError("--watch and --dry-run do not go together")
     for f in folders or []:
-        from pathlib import Path
-
         p = Path(f).expanduser()
         if p.exists() and not p.is_dir():
             raise UsageError(f"{f} is a file, not a folder: `ragcli ingest {f}` adds one file")
@@ -61,8 +66,6 @@ def sync(
 
     progress_for = _progress(json_out)
     if watch:
-        import os
-
         missing = [r for r in roots if not os.path.isdir(r)]
         if missing:
             raise InputError(f"{missing[0]}: no such folder; nothing to watch there")
@@ -84,7 +87,6 @@ def sync(
 def print_json_line(data: dict) -> None:
     """One JSON object on one line (`--watch --json` prints a stream of them)."""
     import json
-    import sys
 
     sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
     sys.stdout.flush()
@@ -112,9 +114,6 @@ def _progress(json_out: bool):
 def _watch(conn, roots, embedder, prune, on_change, progress_for, settle, json_out) -> None:
     """Run the watcher; the first Ctrl-C stops it after the change being applied, a second one
     abandons that change (its transaction is rolled back)."""
-    import signal
-    import threading
-
     from ragcli.ingest import watch as core
     from ragcli.render.library import summary_line
 

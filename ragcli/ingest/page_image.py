@@ -12,6 +12,8 @@ from pathlib import Path
 from ragcli.errors import InputError
 from ragcli.text import sentences
 
+# pymupdf is imported where a page is rendered (it takes seconds to import).
+
 WINDOW = 6  # words per run when a whole sentence is not found
 
 

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 from ragcli.errors import InputError
-from ragcli.ingest import health
+from ragcli.ingest import health, ocr
 from ragcli.ingest.sections import build_sections
 from ragcli.text import file_sha256
 from ragcli.types import Figure, Page, ParsedBook, Section
+
+# pymupdf is imported where a PDF is opened (it takes seconds): importing this module stays cheap.
 
 BAND = 0.08  # top/bottom fraction of the page where running headers and footers live
 CAPTION_RE = re.compile(
@@ -118,8 +120,6 @@ def read_pages(doc, on_page: Optional[Callable[[int], None]] = None, ocr_mode: s
     a usable text layer (`ocr_mode` auto) or every page (always) is rendered and read by the OCR
     engine that `ocr_engine()` gives (made once, on the first such page); with the file's hash,
     recognised pages are cached (ocr.PageCache)."""
-    from ragcli.ingest import ocr
-
     engine = cache = None
     health.take_messages()
     for index in range(doc.page_count):

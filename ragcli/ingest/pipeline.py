@@ -1,18 +1,24 @@
 """File -> book in the store, in one transaction: a failed or interrupted ingest changes nothing."""
 from __future__ import annotations
 
+import multiprocessing
+import stat
 import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from ragcli.ingest import chunking
+from slugify import slugify
+
+from ragcli.ingest import chunking, ebook, ocr as ocr_mod, pdf, textdocs
+from ragcli.models.embed_factory import describe_source
 from ragcli.store import corpus as store
 from ragcli.store import files as file_store
 from ragcli.store.sql import transaction
 from ragcli.store.stage import EmbeddingStage
 from ragcli.ingest import vocabulary
-from ragcli.errors import InputError, UsageError
+from ragcli.errors import InputError, ModelError, NotFoundError, RagcliError, UsageError
 from ragcli.text import file_sha256, sha256
 from ragcli.types import ParsedBook
 
@@ -66,8 +72,6 @@ def wanted_in_folder(f: Path) -> bool:
     named on the command line."""
     suffix = f.suffix.lower()
     if suffix == ".jsonl":
-        from ragcli.ingest import textdocs
-
         return f.name.lower() == "corpus.jsonl" or textdocs.is_beir_corpus(f)
     return suffix == ".pdf" or suffix in EBOOK_SUFFIXES
 
@@ -76,17 +80,12 @@ def slug(text: str, fallback: str = "book", limit: int = 32) -> str:
     """A short stable id from a file name, transliterated to ASCII and cut at a word boundary:
     "fm4-25-11-first-aid", "Ünïcode name" -> "unicode-name", "Привет" -> "privet". A name with no
     letters or digits at all ("☠☠☠") gives `fallback` (the caller passes the file's hash prefix)."""
-    from slugify import slugify
-
     return slugify(text, max_length=limit, word_boundary=True) or fallback
 
 
 def parse_file(path: Path, password: Optional[str], title: Optional[str],
                progress: Optional[Progress], file_hash: Optional[str] = None, ocr: str = "auto",
                ocr_engine: str = "") -> ParsedBook:
-    from ragcli.ingest import ocr as ocr_mod
-    from ragcli.ingest import pdf
-
     def on_page(done: int, total: int, ocr_done: int) -> None:
         progress("pages", done, total)
         if ocr_done:  # pages read by OCR so far, of the book's pages
@@ -95,12 +94,8 @@ def parse_file(path: Path, password: Optional[str], title: Optional[str],
     on_page = on_page if progress else None
     engine = (lambda: ocr_mod.make_engine(ocr_engine)) if ocr_engine else None
     if path.suffix.lower() in EBOOK_SUFFIXES:
-        from ragcli.ingest import ebook
-
         return ebook.parse(path, title, on_page, ocr, engine, file_hash)
     if path.suffix.lower() in TEXT_SUFFIXES:
-        from ragcli.ingest import textdocs
-
         return textdocs.parse(path, title, file_hash)
     if path.exists() and path.is_file() and path.suffix.lower() not in SUPPORTED:
         with open(path, "rb") as fh:
@@ -264,8 +259,6 @@ def _stat(path: Path) -> Optional[tuple[int, int]]:
         st = path.stat()
     except OSError:
         return None
-    import stat
-
     return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
@@ -277,8 +270,6 @@ def _file_hash(path: Path) -> str:
 
 
 def _source(embedder) -> dict:
-    from ragcli.models.embed_factory import describe_source
-
     return describe_source(embedder)
 
 
@@ -291,8 +282,6 @@ def embed_staged(conn, embedder, texts: list[str], hashes: list[str], progress: 
     """Vectors for `texts`: ones in the corpus or the stage (store/stage.py) reused, the rest
     embedded EMBED_CHUNK at a time, each chunk committed to the stage while the next one is being
     embedded (a helper thread: the embedder waits on a server or on onnxruntime, outside the GIL)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     stage = stage or EmbeddingStage(conn)
     known = store.vectors_by_embed_hash(conn, hashes)
     known.update(stage.get(h for h in hashes if h not in known))
@@ -323,8 +312,6 @@ def embed_staged(conn, embedder, texts: list[str], hashes: list[str], progress: 
 
 
 def remove_book(conn, book_id: str) -> None:
-    from ragcli.errors import NotFoundError
-
     if not store.book_by_id(conn, book_id):
         raise NotFoundError(f"no book with id '{book_id}' (see `ragcli books`)")
     with transaction(conn):
@@ -375,9 +362,6 @@ def _size(path: Path) -> int:
 def _worker_pool(workers: int):
     """Parsing processes from a fork server: the parent holds model and HTTP threads, which a plain
     fork would copy in an unknown state."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["ragcli.ingest.pipeline"])
     return ProcessPoolExecutor(workers, mp_context=ctx)
@@ -396,8 +380,6 @@ def ingest_run(conn, files: list[Path], embedder, opts: FileOptions, *, workers:
     failed file is a `failed` result (its error in `error`), the run goes on; an embedder that fails
     (ModelError: a server gone) ends the run, what it embedded kept in the stage for the next run. Per-file progress
     (pages, OCR) is reported only when parsing in process (workers == 0)."""
-    from ragcli.errors import ModelError, RagcliError
-
     status = RunStatus(len(files), sum(_size(f) for f in files))
 
     def tell(**changes) -> None:

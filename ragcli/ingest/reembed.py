@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+import numpy as np
+
 from ragcli.ingest.pipeline import _source, embed_staged
-from ragcli.store import corpus as store
+from ragcli.store import calibration, corpus as store
 from ragcli.store import vectors as vector_index
 from ragcli.store.sql import transaction
 from ragcli.store.stage import EmbeddingStage
@@ -20,15 +22,14 @@ Progress = Callable[[str, int, int], None]
 
 
 def calibration_notice(conn, model_name: str) -> Optional[str]:
-    """HOOK for issue 24 (the lead's per-model calibration of the cosine thresholds): what is off
-    until `model_name` is calibrated in this corpus, or None. Until that table exists, None: no
-    calibration is known for any model, and nothing is claimed."""
-    return None
+    """What is off in this corpus under `model_name` because no calibration of its cosine thresholds
+    is known (shipped or stored in the corpus), or None when there is one."""
+    if calibration.for_model(conn, model_name) is not None:
+        return None
+    return calibration.UNCALIBRATED_NOTICE.format(model=model_name)
 
 
 def reembed(conn, embedder, progress: Optional[Progress] = None) -> dict:
-    import numpy as np
-
     passages = store.embedded_texts(conn)
     terms = store.all_terms(conn)
     texts = [t for _, _, t in passages]

@@ -20,6 +20,8 @@ from typing import Callable, Optional
 
 from ragcli.ingest import sync as sync_core
 
+# watchfiles is imported when watching starts: `sync` without --watch never loads it.
+
 
 def watch(conn, folders: list[str], embedder: sync_core.Embedder, *, stop: threading.Event,
           prune: bool = False, on_change: Optional[Callable[[sync_core.Change], None]] = None,

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ragcli.errors import ModelError
+from ragcli.models.factory import describe
 from ragcli.models.gguf import gguf_facts
+from ragcli.models.openai_http import api_base, http_library, safe_url
 
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
 
@@ -111,8 +113,6 @@ def discover() -> list[dict]:
 def server_models(url: str, api_key: Optional[str], timeout: float = 2.0) -> dict:
     """What a server lists at /v1/models, or why it could not be asked (a short timeout: `models`
     must not hang on a server that is down)."""
-    from ragcli.models.openai_http import http_library, api_base, safe_url
-
     httpx = http_library()
     base = api_base(url)
     try:
@@ -132,9 +132,6 @@ def server_models(url: str, api_key: Optional[str], timeout: float = 2.0) -> dic
 def catalog(settings, profiles: dict[str, dict], probe: bool = True) -> dict:
     """Everything `ragcli models` shows: the model `ask` would use, the profiles (with what each
     reachable server serves), and the GGUF files found. The one `ask` would use is marked."""
-    from ragcli.models.factory import describe
-    from ragcli.models.openai_http import safe_url
-
     selected = describe(settings)
     chosen_path = Path(settings.path).expanduser().resolve() if settings.path and not settings.url else None
     rows = []

@@ -20,6 +20,8 @@ from typing import Callable, Optional, Protocol
 
 import numpy as np
 
+from ragcli.config import cache_dir
+
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 BACKENDS = ("onnx-int8", "onnx", "st")
 # Queries use the fp32 export: its vectors equal sentence-transformers' (cosine >= 0.99999). Ingest
@@ -152,8 +154,6 @@ class OnnxEmbedder:
 
 def model_cache_dir(name: str = DEFAULT_MODEL) -> Path:
     """Where the exported ONNX files of one model live."""
-    from ragcli.config import cache_dir
-
     return cache_dir() / "models" / name.replace("/", "__")
 
 

@@ -10,8 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Union
 
+from ragcli.config import config_path
 from ragcli.errors import ModelError
 from ragcli.models.chat import ChatModel
+from ragcli.models.llama_cpp import LlamaCppModel
+from ragcli.models.openai_http import HttpChatModel, safe_url
 
 _OPTION_ALIASES = {"threads": "n_threads", "gpu_layers": "n_gpu_layers"}
 _LOADED: dict[tuple, ChatModel] = {}
@@ -22,8 +25,6 @@ def load_model(path: Optional[Union[str, Path]], fresh: bool = False, **opts) ->
 
     Accepts the constructor's options and the config names `threads`, `gpu_layers`;
     `max_tokens` is a per-call setting and is ignored here."""
-    from ragcli.models.llama_cpp import LlamaCppModel
-
     if not path:
         return None
     opts.pop("max_tokens", None)
@@ -39,8 +40,6 @@ def load_model(path: Optional[Union[str, Path]], fresh: bool = False, **opts) ->
 
 def connect(url: str, fresh: bool = False, **opts) -> ChatModel:
     """The chat model behind an OpenAI-compatible server (probed once per process)."""
-    from ragcli.models.openai_http import HttpChatModel
-
     if fresh:
         return HttpChatModel(url, **opts)
     key = (url, tuple(sorted((k, v) for k, v in opts.items() if k != "api_key")), bool(opts.get("api_key")))
@@ -59,8 +58,6 @@ def from_settings(s, fresh: bool = False) -> Optional[ChatModel]:
         return None
     path = Path(s.path).expanduser()
     if not path.exists() and "/" not in s.path and not s.path.endswith(".gguf"):
-        from ragcli.config import config_path
-
         raise ModelError(f"model {s.path!r} is not a file, a server URL or a profile of {config_path()}")
     return load_model(path, fresh=fresh, n_ctx=s.n_ctx, threads=s.threads, gpu_layers=s.gpu_layers, seed=s.seed,
                       temperature=s.temperature)
@@ -68,8 +65,6 @@ def from_settings(s, fresh: bool = False) -> Optional[ChatModel]:
 
 def describe(s) -> Optional[dict]:
     """Which model `ask` would use, without loading it or calling a server (for `models`, `info`)."""
-    from ragcli.models.openai_http import safe_url
-
     if s.url:
         return {"backend": "openai-http", "url": safe_url(s.url), "name": s.name, "profile": s.profile}
     if s.path:

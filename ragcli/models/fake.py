@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Union
 
-from ragcli.models.chat import Constraint, Messages, Progress
+from ragcli.models.chat import Constraint, Messages, NoProbabilities, Progress
 
 
 class FakeChatModel:
@@ -61,8 +61,6 @@ class FakeChatModel:
         return iter([reply[i:i + step] for i in range(0, len(reply), step)])
 
     def next_word_probs(self, messages: Messages, words: dict) -> dict:
-        from ragcli.models.chat import NoProbabilities
-
         if self._relevance is None:
             raise NoProbabilities("the fake model gives no token probabilities")
         self.judged.append([dict(m) for m in messages])

@@ -5,7 +5,11 @@ works without llama-cpp-python installed.
 """
 from __future__ import annotations
 
+import codecs
+import json
 import os
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Iterator, Optional, Union
@@ -51,9 +55,6 @@ def check_model_file(path: Union[str, Path], n_ctx: Optional[int]) -> dict:
 def capture_stderr(fn):
     """Run fn() with file descriptor 2 redirected (llama.cpp's C code prints errors there);
     returns (result, captured text)."""
-    import sys
-    import tempfile
-
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as tmp:
@@ -70,8 +71,6 @@ def capture_stderr(fn):
 
 def json_schema_grammar(schema: dict) -> str:
     """GBNF from a JSON schema, using llama-cpp-python's converter."""
-    import json
-
     import_llama_cpp()
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
@@ -268,8 +267,6 @@ class LlamaCppModel:
 
         Bytes are decoded incrementally (a character may span tokens; invalid UTF-8 is dropped),
         so the streamed pieces always join to the non-streamed reply."""
-        import codecs
-
         import llama_cpp
 
         llm, generated = self._llm, 0

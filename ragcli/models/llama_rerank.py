@@ -16,6 +16,8 @@ from ragcli.errors import ModelError
 from ragcli.models.gguf import gguf_facts, trained_context
 from ragcli.models.llama_cpp import capture_stderr, check_model_file, import_llama_cpp
 
+# llama_cpp is imported where the re-ranker is loaded (about 0.7 s): listing models never loads it.
+
 MAX_CTX = 1024  # pairs longer than this are cut (the document's end): passages are ~400 tokens
 
 

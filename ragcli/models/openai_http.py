@@ -11,6 +11,7 @@ and whether it has a tokenizer endpoint. A profile can state `structured` and `n
 from __future__ import annotations
 
 import functools
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
@@ -280,8 +281,6 @@ class HttpChatModel:
         """As LlamaCppModel.next_word_probs, from the server's `top_logprobs` of a one-token reply
         (OpenAI's chat API; llama-server, vLLM and llama-cpp-python built with logits take it). A
         server that returns no probabilities raises NoProbabilities: the caller falls back."""
-        import math
-
         import openai
 
         extra = {"cache_prompt": True} if self.server.kind == "llama-server" else None

@@ -8,9 +8,14 @@ A profile of the config file may name either of the first two (`path` or `url`).
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional, Protocol, Sequence
 
+from ragcli import config
 from ragcli.errors import ModelError, UsageError
+from ragcli.models.judge import LlmJudge
+from ragcli.models.llama_rerank import GgufReranker
+from ragcli.models.openai_http import api_base, http_library, safe_url
 
 
 class RerankModel(Protocol):
@@ -28,8 +33,6 @@ class HttpReranker:
     NO_ENDPOINT = (404, 405, 501)  # llama-cpp-python's server: 404; llama-server without --reranking: 501
 
     def __init__(self, url: str, name: Optional[str] = None, api_key: Optional[str] = None, timeout: float = 120.0):
-        from ragcli.models.openai_http import api_base, http_library, safe_url
-
         http = http_library()
         self.url = api_base(url)
         self._where = safe_url(self.url) + "/rerank"
@@ -48,8 +51,6 @@ class HttpReranker:
         return ModelError(text.replace(self._key, "***") if self._key else text)
 
     def scores(self, query: str, documents: Sequence[str]) -> list[float]:
-        from ragcli.models.openai_http import http_library
-
         http = http_library()
         body = {"query": query, "documents": list(documents), "top_n": len(documents)}
         if self.name != "reranker":
@@ -81,21 +82,14 @@ class HttpReranker:
 def load_reranker(spec: str, chat_model=None, batch: int = 1) -> RerankModel:
     """`llm` (the chat model as a judge), an http(s) URL, a GGUF path, or a profile name. A server is
     asked once (a one-document request) and a GGUF loaded, so a bad reranker fails before any search."""
-    from ragcli import config
-
     if spec == "llm":
         if chat_model is None:
             raise UsageError("--rerank llm needs a chat model (--model, RAGCLI_MODEL or a profile)")
-        from ragcli.models.judge import LlmJudge
-
         return LlmJudge(chat_model, batch=batch)
     settings = config.model_settings(path=spec)
     if settings.url:
         return HttpReranker(settings.url, name=settings.name, api_key=settings.api_key(),
                             timeout=settings.timeout).check()
-    from pathlib import Path
-
-    from ragcli.models.llama_rerank import GgufReranker
 
     path = Path(settings.path).expanduser()
     if not path.exists():

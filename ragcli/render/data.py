@@ -1,5 +1,5 @@
 """Every JSON shape ragcli prints, in one place (docs/json.md documents them). Depends only on
-`types`; each function takes the core's dataclasses and returns plain dicts and lists."""
+`types` and render/links.py; each function takes the core's dataclasses and returns plain dicts and lists."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from ragcli.render.links import file_state, file_uri
 from ragcli.types import Hit, Summary, SummarySource
 
 
@@ -47,8 +48,6 @@ def hit_data(hit: Hit) -> dict:
 def file_data(hit: Hit) -> dict:
     """Where to open a passage: `file` (absolute path, or the path as ingested; null when unknown),
     `file_url` (file:///...#page=N; null without an absolute path), `file_status` (ok | gone | unknown)."""
-    from ragcli.render.links import file_state, file_uri
-
     return {"file": hit.path or None, "file_url": file_uri(hit.path, hit.page_start) or None,
             "file_status": file_state(hit.path)}
 

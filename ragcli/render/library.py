@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 
+from rich.markup import escape
+from rich.text import Text
+
 from ragcli.render.links import gone_note, linked
 
 
 def _escape(text: str) -> str:
-    from rich.markup import escape
-
     return escape(text)
 
 
@@ -95,8 +96,6 @@ def _context(h) -> str:
 def marked(text: str, quote: str = ""):
     """The passage as rich Text; `quote` (the sentence an answer rests on) in reverse bold wherever it
     occurs, spaces and line breaks allowed to differ. Without a quote the whole passage is bold."""
-    from rich.text import Text
-
     text = " ".join(text.split())
     out = Text(text)
     if not quote.strip():

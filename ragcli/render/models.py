@@ -3,6 +3,10 @@ from __future__ import annotations
 
 from typing import Optional
 
+from rich.markup import escape
+
+# rich.table is imported where the table is drawn: `models --json` never loads it.
+
 
 def human_size(n: Optional[int]) -> str:
     if not n:
@@ -33,7 +37,6 @@ def selected_line(selected: Optional[dict]) -> str:
 
 
 def print_models(out, data: dict) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     out.print(f"[bold]ask uses:[/] {escape(selected_line(data['selected']))}")

@@ -17,6 +17,8 @@ from typing import Callable, Optional
 
 from ragcli.render.console import Environment
 
+# rich.progress (about 40 ms) is imported when a bar is drawn: piped and --json runs never load it.
+
 PHASES = {"pages": "reading pages", "embed": "embedding passages"}
 PLAIN_EVERY = 15.0  # seconds between two plain progress lines
 

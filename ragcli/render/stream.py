@@ -18,8 +18,15 @@ import threading
 import time
 from typing import Optional
 
+from rich.cells import cell_len
+from rich.control import Control
+from rich.markup import escape
+from rich.segment import ControlType
+
 from ragcli.render.console import Environment
 from ragcli.render.terminal import expansion_line, styled_answer
+
+# rich.live and rich.spinner are imported when a status line is drawn: piped and --json runs skip them.
 
 HELD_SHOW = 0.8  # seconds without visible text while the model writes before the status line returns
 re_words = re.compile(r"(\n|[ \t]+)")
@@ -34,11 +41,7 @@ PHASES = {
     "write": "writing",
     "claims": "checking each sentence against its passage",
     "verify": "verifying the claims with the model",
-    "retry": "no answer kept: asking again with the top relevant passages",
 }
-# Phases whose text replaces what was streamed: a second try (`retry`), and `restore`, the first
-# answer shown again when the second was not kept.
-REPLACING = ("retry", "restore")
 WITHDRAWN = "↑ withdrawn: ragcli's checks did not keep the text above"
 
 
@@ -85,16 +88,8 @@ class AnswerStream:
         return self.progress if self.env.stderr_isatty else None
 
     def phase(self, name: str, detail: str = "", done: Optional[int] = None, total: Optional[int] = None) -> None:
-        """Name what is being done on the status line (nothing when stderr is not a terminal).
-        `retry`, `steps`: the first try's text is not the answer, the second one replaces it;
-        `restore`: the second try's text is not the answer either, the first is written again."""
-        if name in REPLACING:
-            with self._lock:
-                if self._text_open:
-                    self._end_line()
-                self._stop_status()
-                self._withdraw()
-        if not self.env.stderr_isatty or name == "restore":
+        """Name what is being done on the status line (nothing when stderr is not a terminal)."""
+        if not self.env.stderr_isatty:
             return
         with self._lock:
             self._show(name, detail, done, total)
@@ -110,7 +105,6 @@ class AnswerStream:
         if self._text_open:  # text was streamed: end its line before the status shows below it
             self._end_line()
         from rich.live import Live
-        from rich.markup import escape
         from rich.spinner import Spinner
 
         message = f"[dim]{escape(text)}…[/]"
@@ -164,10 +158,6 @@ class AnswerStream:
         """Erase the rows the draft took, from the line after it up (as rich's transient Live erases
         itself); when the draft is taller than the screen its first rows are out of reach, so a line
         under it says it is withdrawn instead."""
-        from rich.cells import cell_len
-        from rich.control import Control
-        from rich.segment import ControlType
-
         if not self._draft:
             return
         lines = "".join(self._draft).split("\n")[:-1]  # the last: the empty line the cursor is on

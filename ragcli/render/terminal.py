@@ -3,6 +3,10 @@ ingest results. The JSON of the same data is `render/data.py`. rich is imported 
 from __future__ import annotations
 
 import re
+import textwrap
+
+from rich.markup import escape
+from rich.text import Text
 
 from ragcli.render.links import gone_note, linked
 from ragcli.render.data import found_citations, model_name, summary_row, summary_warnings, supported_share
@@ -10,8 +14,6 @@ from ragcli.types import Book, Hit, Summary, SummarySource
 
 
 def highlight(text: str, query: str):
-    from rich.text import Text
-
     from ragcli.text import STOPWORDS
 
     out = Text(text)
@@ -27,8 +29,6 @@ def snippet(text: str, limit: int = 300) -> str:
 
 
 def _escape(text: str) -> str:
-    from rich.markup import escape
-
     return escape(text)
 
 
@@ -104,8 +104,6 @@ def hit_scores(h: Hit) -> str:
 
 def _wrap(text: str, width: int, max_lines: int) -> list[str]:
     """Word-boundary lines; the last one ends in … when text is left over."""
-    import textwrap
-
     lines = textwrap.wrap(text, max(width, 20), break_long_words=True, break_on_hyphens=False)
     if len(lines) <= max_lines:
         return lines
@@ -225,8 +223,6 @@ _LABEL = re.compile(r"\[([SF]\d+)\]")
 
 
 def styled_answer(text: str):
-    from rich.text import Text
-
     out = Text(text)
     out.highlight_regex(_LABEL, "bold cyan")
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Optional, Sequence
 
+from ragcli.models.chat import OneLine
 from ragcli.store import corpus as store
 from ragcli.system_prompt import ANSWER_PREFIX, SUMMARY_PREFIX
 from ragcli.text import content_words, stem
@@ -56,8 +57,6 @@ def rewrite(conn, embedder, model, question: str, terms: list[str], book_ids,
             prefix: Optional[Sequence[dict]] = None) -> Optional[str]:
     """One line from the chat model, kept only if `clean_rewrite` accepts it; never raises. `prefix`:
     see `rewrite_messages` (None: ask's)."""
-    from ragcli.models.chat import OneLine
-
     titles = [b.title for b in store.list_books(conn, book_ids)]
     messages = rewrite_messages(question, titles, terms, prefix or ANSWER_PREFIX)
     try:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import Callable, TypeVar
 
+# anyio is imported where a blocking call is handed to a worker thread (inside the running server).
+
 T = TypeVar("T")
 
 

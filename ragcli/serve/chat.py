@@ -140,7 +140,7 @@ DONE = "data: [DONE]\n\n"
 
 def closing_text(answer, streamed: str) -> str:
     """What the last chunk adds to the `streamed` text so the reply ends as `reply_text` says: the
-    sources when the streamed text is the answer; else (a draft ragcli did not keep, a second try) a
+    sources when the streamed text is the answer; else (a draft ragcli did not keep) a
     line saying so and the final reply."""
     final = answer.answer.strip() if answer.status != "no_answer" else ""
     if streamed.strip() == final and final:

@@ -30,10 +30,14 @@ import threading
 import time
 from typing import Callable, Optional
 
+from ragcli.conversation import standalone
 from ragcli.errors import CorpusError, InputError, NotFoundError, RagcliError, UsageError
+from ragcli.render.data import answer_data
 from ragcli.serve import chat
 from ragcli.serve.admission import Admission, Busy, Ticket
 from ragcli.serve.library import Cancelled, Job, Library
+
+# starlette and uvicorn are imported where the app is built and run (about 0.8 s): `serve --mcp` skips them.
 
 MAX_BODY = 1 << 20  # bytes of a request body: a question and its conversation, not a book
 LOOPBACK_NAMES = ("localhost",)
@@ -185,7 +189,7 @@ class AnswerEvents:
     validated text (what arrived since the last one), and a last chunk with the sources and the
     `ragcli` field.
 
-    Text after a later phase (a second try ragcli may or may not keep) is held back: what was sent
+    Text after a later phase (text ragcli may or may not keep) is held back: what was sent
     cannot be taken back, so the last chunk says when the text above is not the answer kept, and
     gives the final one (chat.closing_text)."""
 
@@ -297,8 +301,6 @@ def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 
 
         def prepare(model) -> str:
             """The follow-up made standalone (conversation.standalone, with the leased model)."""
-            from ragcli.conversation import standalone
-
             made = standalone(question, history, model)
             asked.update(question=made.question, rewritten=made.rewritten, reason=made.reason, method=made.method)
             return made.question
@@ -315,8 +317,6 @@ def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 
         return JSONResponse(chat.completion(answer, asked))
 
     async def ask(request):
-        from ragcli.render.data import answer_data
-
         data = await read_json(request)
         question = field(data, "question", str, "")
         opts = dict(book=field(data, "book", list), k=field(data, "k", int, 10),

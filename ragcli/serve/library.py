@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
-from ragcli.errors import NotFoundError, UsageError
+from ragcli import ask as core, summary
+from ragcli.errors import NotFoundError, RagcliError, UsageError
+from ragcli.ingest import pipeline
+from ragcli.render.data import (books_data, hits_data, ingest_data, passage_data, summary_data, summary_list_data,
+                                topics_data)
+from ragcli.search.pipeline import SearchOptions, check_scope, search
+from ragcli.store import corpus, db, files
 
 EMPTY_QUESTION = "the question is empty: ask in a few words, e.g. `ragcli ask \"how to stop bleeding\"`"
 EMPTY_QUERY = "the query is empty: give a few words, e.g. `ragcli search tourniquet`"
@@ -90,8 +96,6 @@ class Library:
         """This thread's connection (SQLite connections are not shared between threads here)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            from ragcli.store import db
-
             conn = self._local.conn = db.connect(self.db_path, create=False)
         return conn
 
@@ -100,9 +104,6 @@ class Library:
     def search(self, query: str, book: Optional[Sequence[str]] = None, k: int = 10, mode: str = "hybrid",
                job: Optional[Job] = None) -> list[dict]:
         """`ragcli search --json`."""
-        from ragcli.render.data import hits_data
-        from ragcli.search.pipeline import SearchOptions, check_scope, search
-
         if not (query or "").strip():
             raise UsageError(EMPTY_QUERY)
         _check_k(k, 1000)
@@ -124,9 +125,6 @@ class Library:
         server's own (a client cannot ask for more than the window was set up for). `on_text` gets the validated
         text as it streams, `on_phase(name)` each step. `prepare(model)`, called with the leased model
         before the question is asked, returns the question to ask (a follow-up made standalone)."""
-        from ragcli import ask as core
-        from ragcli.search.pipeline import check_scope
-
         if not (question or "").strip():
             raise UsageError(EMPTY_QUESTION)
         _check_k(k, MAX_K)
@@ -161,16 +159,10 @@ class Library:
 
     def books(self) -> list[dict]:
         """`ragcli books --json`."""
-        from ragcli.render.data import books_data
-        from ragcli.store import corpus
-
         return books_data(corpus.list_books(self.conn()))
 
     def summary_list(self, topic: Optional[str] = None) -> object:
         """`ragcli summary list TOPIC --json`; without a topic, `ragcli summary topics --json`."""
-        from ragcli import summary
-        from ragcli.render.data import summary_list_data, topics_data
-
         if not (topic or "").strip():
             return topics_data(summary.topics(self.conn()))
         key, found = summary.history(self.conn(), topic)
@@ -178,18 +170,12 @@ class Library:
 
     def summary_show(self, topic: str, number: Optional[int] = None) -> dict:
         """`ragcli summary show TOPIC [NUMBER] --json`."""
-        from ragcli import summary
-        from ragcli.render.data import summary_data
-
         if number is not None and number < 1:
             raise UsageError(f"the summary number must be 1 or more, not {number}")
         return summary_data(summary.get(self.conn(), topic, number))
 
     def read_passage(self, passage_id: int, neighbours: int = 1) -> dict:
         """`ragcli show ID --context N --json`: a passage with `neighbours` passages before and after it."""
-        from ragcli.render.data import passage_data
-        from ragcli.store import corpus, files
-
         if not 0 <= neighbours <= 5:
             raise UsageError(f"neighbours must be between 0 and 5, not {neighbours}")
         conn = self.conn()
@@ -204,10 +190,6 @@ class Library:
     def ingest(self, path: str) -> list[dict]:
         """`ragcli ingest PATH --json` for a file or folder under `ingest_root`; a file that fails is
         reported in its entry (status "failed", error), as the CLI does."""
-        from ragcli.errors import RagcliError
-        from ragcli.ingest import pipeline
-        from ragcli.render.data import ingest_data
-
         if self.ingest_root is None:
             raise UsageError("ingesting is off: start the server with --allow-ingest FOLDER")
         target = Path(path).expanduser()

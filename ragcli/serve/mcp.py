@@ -11,7 +11,10 @@ import json
 from typing import Optional
 
 from ragcli.errors import RagcliError
+from ragcli.render.data import answer_data
 from ragcli.serve.library import Library
+
+# mcp is imported where the MCP server is built (about 3 s): the HTTP server never loads it.
 
 INSTRUCTIONS = (
     "ragcli answers questions from the user's own books (PDFs, e-books) with citations that were checked "
@@ -75,8 +78,6 @@ def build(library: Library):
 
     @server.tool(description=ASK)
     def ask(question: str, book: Optional[list[str]] = None, k: int = 10) -> str:
-        from ragcli.render.data import answer_data
-
         return call(lambda: answer_data(library.ask(question, book, k)))
 
     @server.tool(description=BOOKS)

@@ -3,7 +3,8 @@
 A cosine means different things under different embedding models, so every rule that compares one to a
 fixed figure is calibrated for one model. The bundled model's figures ship here; a corpus may hold its
 own (meta key `calibration:<model>`, JSON, written by `ragcli calibrate` or `store`). With an embedding
-model that has no calibration those rules are off: the relevance judge decides alone, and `ask` says so.
+model that has no calibration those rules are off, and `ask` and `reembed` say so (`ask --judge` then has the
+chat model judge relevance instead).
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ class Calibration:
     model: str
     no_context: float  # best passage cosine below this: nothing retrieved is about the question
     subject: float  # question-without-a-word cosine below this: the word carries the question
-    second_chance: float  # best passage cosine at or above this: a refusal deserves a second try
+    # best passage cosine at or above this once earned a refusal a second try; no rule reads it since the
+    # second try was dropped (decision D76), but stored calibrations carry it
+    second_chance: float
     off_question: float  # answer-to-question cosine below this: the answer is about something else
     measured: dict = field(default_factory=dict, compare=False)  # threshold -> how it was measured
 
@@ -65,4 +68,4 @@ def store(conn, calibration: Calibration) -> None:
 
 
 UNCALIBRATED_NOTICE = ("no calibration for the embedding model {model}: the cosine rules (no-context floor, "
-                       "missing subject, off-question, second chance) are off and the relevance judge decides")
+                       "missing subject, off-question, second chance) are off; `ask --judge` has the chat model judge relevance instead")

@@ -11,7 +11,7 @@ import json
 from typing import Optional
 
 from ragcli.store.sql import transaction
-from ragcli.store.summaries import SOURCE_COLUMNS, _claim, _dumps, _source_row
+from ragcli.store.summaries import SOURCE_COLUMNS, _claim, _dumps, _source_row, saved_sources
 from ragcli.types import Conversation, RemovedCitation, SummarySource, Turn
 
 _TURN_COLUMNS = ("id, conversation_id, number, question, standalone, rewritten, rewrite, answer, status, notice,"
@@ -113,12 +113,4 @@ def _turn(row, sources: list[SummarySource]) -> Turn:
 
 
 def _sources(conn, turn_id: int) -> list[SummarySource]:
-    rows = conn.execute(f"SELECT {', '.join(SOURCE_COLUMNS)} FROM turn_sources WHERE turn_id = ? ORDER BY rowid",
-                        (turn_id,)).fetchall()
-    out = []
-    for row in rows:
-        source = dict(zip(SOURCE_COLUMNS, row))
-        source["cited"] = bool(source["cited"])
-        source["section_path"] = json.loads(source["section_path"])
-        out.append(SummarySource(**source))
-    return out
+    return saved_sources(conn, "turn_sources", "turn_id", turn_id)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import importlib.util
 import os
 from pathlib import Path
 
@@ -37,9 +38,6 @@ def _writable(path: Path) -> bool:
 def _vec_path() -> str:
     """sqlite-vec's loadable library, found without importing the package (its __init__ imports
     numpy: 0.1-0.5 s of every command)."""
-    import importlib.util
-    import os
-
     spec = importlib.util.find_spec("sqlite_vec")
     if spec is None or not spec.submodule_search_locations:
         raise CorpusError("sqlite-vec is not installed: pip install sqlite-vec")

@@ -107,8 +107,14 @@ def _claim(data: dict) -> Claim:
 
 
 def _sources(conn, summary_id: int) -> list[SummarySource]:
-    rows = conn.execute(f"SELECT {', '.join(SOURCE_COLUMNS)} FROM summary_sources WHERE summary_id = ?"
-                        f" ORDER BY rowid", (summary_id,)).fetchall()
+    return saved_sources(conn, "summary_sources", "summary_id", summary_id)
+
+
+def saved_sources(conn, table: str, owner_column: str, owner_id: int) -> list[SummarySource]:
+    """The saved sources of one summary or conversation turn (`table` summary_sources or turn_sources,
+    keyed by `owner_column`), in the order they were given to the model."""
+    rows = conn.execute(f"SELECT {', '.join(SOURCE_COLUMNS)} FROM {table} WHERE {owner_column} = ? ORDER BY rowid",
+                        (owner_id,)).fetchall()
     out = []
     for row in rows:
         source = dict(zip(SOURCE_COLUMNS, row))
@@ -146,3 +152,23 @@ def passage_by_book_hash(conn, book_id: str, text_hash: str) -> Optional[int]:
 
 def existing_books(conn, book_ids: Iterable[str]) -> set[str]:
     return {r[0] for r in select_in(conn, "SELECT id FROM books WHERE id IN {in}", sorted(set(book_ids)))}
+
+
+def mark_sources(conn, sources: list[SummarySource]) -> list[str]:
+    """Mark each saved source ok / moved (same text under a new passage id) / gone, in place; return
+    the labels of the gone ones the text relies on: the sources it cites (all of them, when it cites
+    none). A summary or a conversation turn is stale when this is not empty."""
+    now = current_passages(conn, [s.passage_id for s in sources])
+    books = existing_books(conn, [s.book_id for s in sources])
+    for s in sources:
+        s.status, s.reason, s.current_passage_id = "ok", None, s.passage_id
+        if now.get(s.passage_id) == (s.book_id, s.text_hash):
+            continue
+        moved = passage_by_book_hash(conn, s.book_id, s.text_hash)
+        if moved is not None:
+            s.status, s.current_passage_id = "moved", moved
+        else:
+            s.status, s.current_passage_id = "gone", None
+            s.reason = "book removed" if s.book_id not in books else "text changed"
+    relied_on = [s for s in sources if s.cited] or sources
+    return [s.label for s in relied_on if s.status == "gone"]
