@@ -25,7 +25,7 @@ from ragcli.errors import NotFoundError, UsageError
 from ragcli.models.chat import OneLine
 from ragcli.store import conversations as conversation_store, corpus as store, summaries as source_store
 from ragcli.system_prompt import ANSWER_PREFIX
-from ragcli.text import QUERY_STOPWORDS, stem
+from ragcli.text import QUERY_STOPWORDS, light_stem
 from ragcli.types import Turn
 
 # ask and summary (the search pipeline, numpy) are imported where a turn is answered or a source is
@@ -179,7 +179,7 @@ def _dummy(word: str, after: Sequence[str]) -> bool:
 
 
 def _is_subject(word: str) -> bool:
-    return (len(word) > 2 and word not in GENERIC and stem(word) not in GENERIC and not word.isdigit()
+    return (len(word) > 2 and word not in GENERIC and light_stem(word) not in GENERIC and not word.isdigit()
             and word not in BACK_PRONOUNS)
 
 
@@ -204,8 +204,8 @@ def carry(question: str, earlier: Sequence[str]) -> str:
         terms = subject(q)
         if terms:
             break
-    own = {stem(w) for w in subject(question)}
-    terms = [t for t in terms if stem(t) not in own]
+    own = {light_stem(w) for w in subject(question)}
+    terms = [t for t in terms if light_stem(t) not in own]
     if not terms:
         return question
     phrase = " ".join(terms)
@@ -297,11 +297,11 @@ def keep(text: str, question: str, earlier: Sequence[str]) -> str:
         return ""
     if "task" in words and "rewrite" in words:
         return ""
-    stems = {stem(w) for w in words}
-    own = {stem(w.lower()) for w in subject(question)}
+    stems = {light_stem(w) for w in words}
+    own = {light_stem(w.lower()) for w in subject(question)}
     if own - stems:
         return ""
-    before = {stem(w.lower()) for q in earlier for w in subject(q)}
+    before = {light_stem(w.lower()) for q in earlier for w in subject(q)}
     if before and not (before & stems):
         return ""
     if not before and refers_back(text):

@@ -10,7 +10,7 @@ as named variants rather than merged (docs/decisions.md "text.py"):
   chat filler such as "tell", "help": expansion and the rewrite filter), `SUPPORT_STOPWORDS`
   (calibrated on SciFact with the support scorer), `PHRASE_STOPWORDS` (what a frequent book phrase
   may not start or end with at ingest: it decides the stored vocabulary).
-* stemmers: `stem` (light: plural, -ed, -ing; expansion) and `truncation_stem` (one suffix, then the
+* stemmers: `light_stem` (light: plural, -ed, -ing; expansion) and `truncation_stem` (one suffix, then the
   first 6 letters; the support scorer was calibrated on it).
 * sentences: `sentences` (pysbd with ragcli's fixes; evidence sentences of passages, claims) and
   `chunk_sentences` (a cheap regex; it decides passage boundaries at ingest, so every stored passage
@@ -82,8 +82,9 @@ def content_words(text: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------- stemming
-def stem(word: str) -> str:
-    """A light suffix stripper (plural, -ed, -ing) to match word forms."""
+def light_stem(word: str) -> str:
+    """A light suffix stripper (plural, -ed, -ing) to match word forms. Porter's stemmer (PyStemmer) in
+    its place changes retrieval figures (decision D78), so this one stays, named for what it does."""
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             return word[: -len(suffix)]

@@ -11,7 +11,7 @@ from ragcli.answer.book_lists import Block, _blocks, _headings, _negated_items, 
 from ragcli.answer.citations import neutralise
 from ragcli.answer.question_kind import question_kind
 from ragcli.answer.sentence_kind import _IMPERATIVE, _STEP_MARKER, is_caption, is_instruction, is_junk, sentence_kind
-from ragcli.text import QUERY_STOPWORDS, STOPWORDS, overlap_words, sentences, stem
+from ragcli.text import QUERY_STOPWORDS, STOPWORDS, overlap_words, sentences, light_stem
 from ragcli.types import Source
 
 MAX_SENTENCES = 3
@@ -166,8 +166,8 @@ def _names(question: str, lead: str) -> bool:
     """Whether the question names a numbered item by its title ("Jaw-thrust technique for a casualty
     with ..." names "(1) Perform the jaw-thrust technique."): every content word of the item's first
     sentence but its verb, at least two, is in the question."""
-    asked = {stem(w) for w in overlap_words(question)}
-    title = {stem(w) for w in overlap_words(_STEP_MARKER.sub("", lead)) - QUERY_STOPWORDS - STOPWORDS - _IMPERATIVE}
+    asked = {light_stem(w) for w in overlap_words(question)}
+    title = {light_stem(w) for w in overlap_words(_STEP_MARKER.sub("", lead)) - QUERY_STOPWORDS - STOPWORDS - _IMPERATIVE}
     return len(title) >= 2 and title <= asked
 
 

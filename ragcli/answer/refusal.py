@@ -14,7 +14,7 @@ import numpy as np
 
 from ragcli.answer.claims import split_claims
 from ragcli.answer.support import missing_numbers
-from ragcli.text import SUPPORT_STOPWORDS, content_words, stem
+from ragcli.text import SUPPORT_STOPWORDS, content_words, light_stem
 
 _SUBJECT = (r"(?:the |these |those |this |given |provided |above |supplied |available |retrieved |"
             r"cited |following )*(?:passages?|context|sources?|texts?|excerpts?|documents?|information|"
@@ -86,7 +86,7 @@ def missing_terms(question: str, sources, in_books: Optional[Callable[[str], boo
     present = _stems(sources)
     out: list[str] = []
     for w in content_words(question):
-        if stem(w) not in present and w not in out and len(w) > 3 and not (in_books and in_books(w)):
+        if light_stem(w) not in present and w not in out and len(w) > 3 and not (in_books and in_books(w)):
             out.append(w)
     return out
 
@@ -126,12 +126,12 @@ def translated(word: str, rewrite: Optional[str]) -> bool:
     ("slice" the bite open: the book says "cut"; "prop up" the feet: "elevate"), not a subject the book
     lacks: a rewrite keeps a subject it has no book word for ("antibiotic", "tetanus booster shot",
     "stroke")."""
-    return bool(rewrite) and stem(word) not in {stem(w) for w in content_words(rewrite)}
+    return bool(rewrite) and light_stem(word) not in {light_stem(w) for w in content_words(rewrite)}
 
 
 def _stems(sources) -> set[str]:
     """The stems of the passages' content words."""
-    return {stem(w) for w in content_words(" ".join(s.hit.text for s in sources))}
+    return {light_stem(w) for w in content_words(" ".join(s.hit.text for s in sources))}
 
 
 def _foreign_numbers(claim: str, sources) -> list[str]:
@@ -225,17 +225,17 @@ def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bo
                               (asked_kind(question), "which", "which")):
         if rule in skip:
             continue
-        lacking = [w for w in thing if stem(w) not in present]
+        lacking = [w for w in thing if light_stem(w) not in present]
         if lacking:
             return (f"the question asks {asks} {' '.join(thing)}, and the passages the answer cites do not "
                     f"mention {', '.join(lacking)}")
     factual = [c for c in answer.claims if c.support != "not_factual"]
     if not factual:
         return None
-    absent = {stem(w): w for w in missing_terms(question, answer.sources, in_books)}
+    absent = {light_stem(w): w for w in missing_terms(question, answer.sources, in_books)}
 
     def lacks(claim) -> list[str]:
-        words = {stem(w) for w in re.findall(r"[a-z]+", claim.text.lower())}
+        words = {light_stem(w) for w in re.findall(r"[a-z]+", claim.text.lower())}
         return [absent[s] for s in absent if s in words] + _foreign_numbers(claim.text, answer.sources)
 
     def backed(claim) -> bool:

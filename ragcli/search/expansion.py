@@ -17,7 +17,7 @@ from ragcli.search.legs import Query
 from ragcli.search.options import SearchOptions
 from ragcli.store import corpus as store
 from ragcli.store import vectors as vector_index
-from ragcli.text import content_words, stem
+from ragcli.text import content_words, light_stem
 
 # FM 4-25.11: the best book term of 12 of the 27 exact-term questions is this close, of none of the
 # 87 lay questions.
@@ -37,11 +37,11 @@ def _knn_terms(conn, qvec: np.ndarray, book_ids, n: int) -> list[Candidate]:
 def _lexical_terms(conn, question: str, book_ids, qvec: np.ndarray, n: int) -> list[Candidate]:
     """Terms sharing a (stemmed) content word with the question, scored by cosine to it (stored
     vectors)."""
-    stems = {stem(w) for w in content_words(question)}
+    stems = {light_stem(w) for w in content_words(question)}
     if not stems:
         return []
     found = [(i, t, s) for i, t, s in store.book_terms(conn, book_ids)
-             if stems & {stem(w) for w in content_words(t)}][:500]
+             if stems & {light_stem(w) for w in content_words(t)}][:500]
     if not found:
         return []
     vecs = vector_index.stored_vectors(conn, "term_vec", [i for i, _, _ in found])

@@ -20,7 +20,7 @@ from ragcli.search import legs
 from ragcli.search.options import SearchOptions
 from ragcli.store import corpus as store
 from ragcli.store import vectors as vector_index
-from ragcli.text import content_words, stem
+from ragcli.text import content_words, light_stem
 from ragcli.types import Hit
 
 
@@ -56,13 +56,13 @@ def feedback_words(conn, question: str, texts: list[str], n: int) -> list[str]:
     passage, times its idf in the corpus (FTS5 document counts); the question's words left out."""
     if not texts or n <= 0:
         return []
-    own = {stem(w) for w in content_words(question)}
+    own = {light_stem(w) for w in content_words(question)}
     weight: dict[str, float] = {}
     seen_in: dict[str, int] = {}
     for text in texts:
         words = [w for w in content_words(text) if not w[0].isdigit()]
         for w in words:
-            if stem(w) not in own:
+            if light_stem(w) not in own:
                 weight[w] = weight.get(w, 0.0) + 1.0 / len(words)
         for w in set(words):
             seen_in[w] = seen_in.get(w, 0) + 1

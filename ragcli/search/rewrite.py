@@ -8,7 +8,7 @@ from typing import Callable, Optional, Sequence
 from ragcli.models.chat import OneLine
 from ragcli.store import corpus as store
 from ragcli.system_prompt import ANSWER_PREFIX, SUMMARY_PREFIX
-from ragcli.text import content_words, stem
+from ragcli.text import content_words, light_stem
 
 # A rewrite sharing no word with the question or the book terms must be this close to the question
 # (MiniLM cosine): good bridges measured 0.27-0.55 ("entrance and exit wounds" for "did the bullet
@@ -88,8 +88,8 @@ def clean_rewrite(text: str, question: str, terms: Sequence[str] = (),
         return None  # mostly symbols or digits: junk
     if _shares_run(text, instruction_words(), 4):
         return None  # echoes the prompt
-    about = {stem(w) for w in content_words(" ".join([question, *terms]))}
-    if not about & {stem(w) for w in content_words(text)} and (
+    about = {light_stem(w) for w in content_words(" ".join([question, *terms]))}
+    if not about & {light_stem(w) for w in content_words(text)} and (
             similarity is None or similarity(question, text) < REWRITE_MIN_SIMILARITY):
         return None  # about something else (often an answer, not a search)
     return text
