@@ -51,24 +51,34 @@ class CachedModel:
                            self._model.params.get("repeat_penalty") or 1.0], sort_keys=True)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
-    def chat(self, messages, *, max_tokens: int, constraint=None, stream: bool = False,
-             temperature=None, on_progress=None):
-        key = self._key(messages, max_tokens, constraint, temperature)
+    def _recorded(self, key: str, what: str):
+        """The recorded row for `key`, or None when the call must be made (counted as a miss). Replay
+        only: a missing call raises KeyError, and is counted too, since a caller may swallow the error
+        (ask's rewrite falls back silently)."""
         row = self._cache.get(key)
         if row is None:
             if self._replay_only:
-                # counted here too: a caller may swallow the error (ask's rewrite falls back silently)
                 self.unrecorded += 1
-                raise KeyError("gen_cache: no recorded reply for this call (replay only)")
+                raise KeyError(f"gen_cache: no recorded {what} for this call (replay only)")
             self.misses += 1
+        return row
+
+    def _record(self, row: dict) -> None:
+        self._cache[row["key"]] = row
+        with self._path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+
+    def chat(self, messages, *, max_tokens: int, constraint=None, stream: bool = False,
+             temperature=None, on_progress=None):
+        key = self._key(messages, max_tokens, constraint, temperature)
+        row = self._recorded(key, "reply")
+        if row is None:
             text = "".join(self._model.chat(messages, max_tokens=max_tokens, constraint=constraint,
                                             stream=True, temperature=temperature, on_progress=on_progress))
             stats = {k: v for k, v in self._model.stats.items() if isinstance(v, (int, float, str)) or v is None}
             row = {"key": key, "text": text, "stats": stats,
                    "user": messages[-1]["content"][-300:]}  # for a person reading the file
-            self._cache[key] = row
-            with self._path.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(row) + "\n")
+            self._record(row)
         else:
             self.hits += 1
         self.stats = dict(row["stats"])
@@ -79,19 +89,12 @@ class CachedModel:
         ident = self._model.params.get("file") or self._model.params.get("name")
         key = hashlib.sha256(json.dumps([ident, "next_word_probs", messages, words], sort_keys=True)
                              .encode("utf-8")).hexdigest()
-        row = self._cache.get(key)
+        row = self._recorded(key, "probabilities")
         if row is None:
-            if self._replay_only:
-                # counted here too: a caller may swallow the error (ask's rewrite falls back silently)
-                self.unrecorded += 1
-                raise KeyError("gen_cache: no recorded probabilities for this call (replay only)")
-            self.misses += 1
             probs = self._model.next_word_probs(messages, words)
             row = {"key": key, "probs": probs, "stats": dict(getattr(self._model, "stats", {})),
                    "user": messages[-1]["content"][-200:]}
-            self._cache[key] = row
-            with self._path.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(row) + "\n")
+            self._record(row)
         else:
             self.hits += 1
         return dict(row["probs"])
