@@ -449,6 +449,9 @@ class _Engine:
 def _half_mark(opener: str, written: str, ctx: _Context) -> bool:
     """Is `written`, after `opener` with no closing bracket, the start of a citation mark ("(p. 99",
     "[S", "(see pa")? It is when some ending (a number, the rest of a kind word) makes it one."""
+    inner = next((k for k, ch in enumerate(written) if ch in _OPEN), None)
+    if inner is not None and _half_mark(written[inner], written[inner + 1:], ctx):
+        written = written[:inner]  # the text ends in half marks one after another ("[1[1"): all of them go
     if not written.strip() or "\n" in written or len(written) + 2 > MAX_SPAN or any(ch in _OPEN or ch in _CLOSE for ch in written):
         return False  # a bracket inside: the inner marks are judged on their own, this one is text
     word = re.search(r"[A-Za-z.]+$", written)
