@@ -6,7 +6,7 @@ it, and (with --answers) the model's answers to the last turn beside the same qu
     nice -n 10 .venv/bin/python bench/bench_followups.py --db CORPUS.db [--model MODEL.gguf]
     # the answers, for reading and labelling (long: every turn of every dialogue is answered)
     nice -n 10 .venv/bin/python bench/bench_followups.py --db CORPUS.db --model MODEL.gguf --answers \
-        --out bench/followup_runs/NAME.jsonl [--ids fu-01,fu-02]
+        --out bench/followup_runs/NAME.jsonl [--ids fu-01,fu-02] [--cache replies.jsonl]
     # the bar, from labels written by reading those answers (bench/followups_labels.jsonl)
     .venv/bin/python bench/bench_followups.py --score bench/followup_runs/NAME.jsonl
 
@@ -138,7 +138,8 @@ def answers(conn, embedder, rows: list[dict], model, out_path: Path) -> None:
             seconds = time.perf_counter() - started
             alone = asking.ask(conn, embedder, r["standalone"], model, asking.AskOptions(book_ids=[book]))
             for condition, a, standalone, extra in (
-                    ("conversation", answer, turn.standalone, {"rewrite": turn.rewrite, "dialogue_seconds": seconds}),
+                    ("conversation", answer, turn.standalone, {"rewrite": turn.rewrite, "dialogue_seconds": seconds,
+                                                               "history": history[:-1]}),
                     ("alone", alone, r["standalone"], {})):
                 rec = {"id": r["id"], "condition": condition, "question": r["turns"][-1] if condition == "conversation"
                        else r["standalone"], "standalone": standalone, "answer": a.answer, "status": a.status,
@@ -193,6 +194,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--answers", action="store_true", help="answer every turn with --model (slow)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "followup_runs" / "answers.jsonl")
+    ap.add_argument("--cache", help="generation cache (bench/gen_cache.py): every reply recorded there and "
+                                    "replayed on the next run, so a change re-runs only the calls it changes")
     ap.add_argument("--score", type=Path, help="a run of --answers: the bar from bench/followups_labels.jsonl")
     ap.add_argument("--labels", type=Path, default=LABELS)
     args = ap.parse_args()
@@ -211,6 +214,10 @@ def main() -> int:
     for r in rows:
         r["book"] = resolve_book(r["book"], known)
     model = load_model(args.model, n_ctx=args.ctx, threads=args.threads) if args.model else None
+    if model is not None and args.cache:
+        from gen_cache import CachedModel
+
+        model = CachedModel(model, args.cache)
     if args.answers:
         if model is None:
             ap.error("--answers needs --model")

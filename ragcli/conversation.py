@@ -89,6 +89,8 @@ ANSWER_CHARS = 300
 # A subject this short takes the pronoun's place ("cut snakebite"); a longer one, whose words may be
 # verbs and nouns mixed ("shut gas meter"), is added in brackets instead, which reads as a note.
 SUBSTITUTE_WORDS = 2
+# The longest stretch of an earlier question carried in brackets as written (else its subject words).
+SPAN_WORDS = 8
 
 
 def _words(text: str) -> list[str]:
@@ -196,12 +198,14 @@ def subject(question: str) -> list[str]:
 def carry(question: str, earlier: Sequence[str]) -> str:
     """The deterministic rewrite: the follow-up with the subject of the latest earlier standalone
     question that has one put in place of its pronoun for a thing ("what do I do about it?" -> "what
-    do I do about heat stroke?"; up to SUBSTITUTE_WORDS words), or added after it ("what if he is unconscious?" -> "what if he is
-    unconscious (heat stroke)?"). The opening "and"/"also"/... is dropped. `question` back unchanged
+    do I do about heat stroke?"; up to SUBSTITUTE_WORDS words), or added after it in brackets, as that
+    question words it ("can I give him water?" -> "can I give him water (open abdominal wound with
+    organs showing)?"). The opening "and"/"also"/... is dropped. `question` back unchanged
     when no earlier question has a subject."""
     terms: list[str] = []
-    for q in reversed(earlier):
-        terms = subject(q)
+    source = ""
+    for source in reversed(earlier):
+        terms = subject(source)
         if terms:
             break
     own = {light_stem(w) for w in subject(question)}
@@ -222,7 +226,20 @@ def carry(question: str, earlier: Sequence[str]) -> str:
             return (body[:token.start()] + "the " + phrase + "'s" + body[token.end():]).strip()
     stem_q = body.rstrip(" ?.!")
     end = body[len(stem_q):].strip() or "?"
-    return f"{stem_q} ({phrase}){end}"
+    return f"{stem_q} ({_subject_span(source) or phrase}){end}"
+
+
+def _subject_span(question: str) -> str:
+    """The stretch of `question` from its first subject word to its last, as written ("open abdominal
+    wound with organs showing", not the bare words "open abdominal wound organs showing"), or "" when
+    it is longer than SPAN_WORDS words or holds brackets (an earlier carried rewrite)."""
+    tokens = [t for t in _WORD.finditer(question) if _is_subject(t.group(0).lower().split("'")[0])]
+    if not tokens:
+        return ""
+    span = re.sub(r"['’]s$", "", question[tokens[0].start():tokens[-1].end()])
+    if "(" in span or ")" in span or len(span.split()) > SPAN_WORDS:
+        return ""
+    return span
 
 
 def _standalone_history(history: Sequence[tuple[str, str]]) -> list[str]:
@@ -237,21 +254,30 @@ def _standalone_history(history: Sequence[tuple[str, str]]) -> list[str]:
     return out
 
 
-# One worked example from another field, shown as an earlier turn (as search/rewrite.py does): a small
-# model otherwise answers the question instead of rewriting it.
-_EXAMPLE = (
-    [("my bike squeaks every time I stop, what should I do?",
-      "Clean the rims with rubbing alcohol. Then check the brake pads and replace them if worn.")],
-    "and how often should I do that?",
-    "How often should I clean the bike rims and check the brake pads?",
+# Worked examples from other fields, shown as earlier turns (as search/rewrite.py does): a small model
+# otherwise answers the question, echoes it, or puts a bare "the person" where the pronoun stood. One
+# each for a pronoun for a thing, a pronoun for a person in a situation, and an ellipsis ("what about X?").
+_EXAMPLES = (
+    ([("my bike squeaks every time I stop, what should I do?",
+       "Clean the rims with rubbing alcohol. Then check the brake pads and replace them if worn.")],
+     "and how often should I do that?",
+     "How often should I clean the bike rims and check the brake pads?"),
+    ([("what should I do if my dog ate chocolate?",
+       "Call a vet at once and tell them how much he ate and what kind of chocolate it was.")],
+     "should I make him throw up?",
+     "Should I make a dog that ate chocolate throw up?"),
+    ([("how long should I boil a hen's egg for a soft yolk?", "About six minutes in boiling water.")],
+     "what about a duck egg?",
+     "How long should I boil a duck egg for a soft yolk?"),
 )
 
 
 def _task(follow_up: str, turns: Sequence[tuple[str, str]]) -> str:
     lines = ["TASK: rewrite the last question so that it can be understood without the conversation: "
-             "replace every word that refers back (it, they, he, this, that, ...) by what it refers to, "
-             "and complete a question that leaves out its subject. One line, a question, nothing else "
-             "(no answer).", "Conversation:"]
+             "replace every word that refers back (it, they, he, she, this, that, ...) by what it refers to, "
+             "naming the situation of the conversation (not just \"the person\"), complete a question that "
+             "leaves out its subject, and keep the last question's own words. One line, a question, nothing "
+             "else: do not answer it.", "Conversation:"]
     for q, a in turns:
         a = " ".join(str(a).split())
         a = a if len(a) <= ANSWER_CHARS else a[:ANSWER_CHARS].rsplit(" ", 1)[0] + " ..."
@@ -267,9 +293,9 @@ def rewrite_messages(follow_up: str, history: Sequence[tuple[str, str]]) -> list
     """The rewrite call: ask's prefix (the turn's answer then re-uses its KV cache), the worked
     example, then the task over the last HISTORY_TURNS turns."""
     messages = [dict(m) for m in ANSWER_PREFIX]
-    example_turns, example_q, example_out = _EXAMPLE
-    messages += [{"role": "user", "content": _task(example_q, example_turns)},
-                 {"role": "assistant", "content": example_out}]
+    for example_turns, example_q, example_out in _EXAMPLES:
+        messages += [{"role": "user", "content": _task(example_q, example_turns)},
+                     {"role": "assistant", "content": example_out}]
     return messages + [{"role": "user", "content": _task(follow_up, list(history)[-HISTORY_TURNS:])}]
 
 
@@ -286,27 +312,39 @@ def _model_rewrite(model, question: str, history: Sequence[tuple[str, str]], ear
 
 def keep(text: str, question: str, earlier: Sequence[str]) -> str:
     """The model's rewrite cleaned, or "" when it is not a standalone form of `question`: it must be a
-    short line in words, not copy the task, keep the follow-up's own subject words (a rewrite that
-    drops "unconscious" from "what if he is unconscious?" asks something else), bring in a subject
-    word of the conversation's questions, and itself no longer refer back."""
+    short question in words (a statement is the model answering instead of rewriting), not copy the
+    task or an earlier question, keep the follow-up's own subject words (a rewrite that drops
+    "unconscious" from "what if he is unconscious?" asks something else), bring in a subject word of
+    the conversation's questions, and itself no longer refer back."""
     text = " ".join(text.replace("\n", " ").split()).strip(" \"'`")
     text = re.sub(r"^(standalone question|rewritten question|question)\s*:\s*", "", text, flags=re.I)
     text = _LABEL.sub("", text).strip()
     words = [w.lower() for w in _WORD.findall(text)]
-    if len(words) < 3 or len(text) > 200 or text.lower() == question.lower():
+    if len(words) < 3 or len(text) > 200 or text.lower() == question.lower() or not text.endswith("?"):
         return ""
     if "task" in words and "rewrite" in words:
         return ""
-    stems = {light_stem(w) for w in words}
-    own = {light_stem(w.lower()) for w in subject(question)}
-    if own - stems:
+    if any(text.lower() == q.lower() for q in earlier):
         return ""
-    before = {light_stem(w.lower()) for q in earlier for w in subject(q)}
+    stems = {f for w in words for f in _forms(w)}
+    if any(not (_forms(w) & stems) for w in subject(question)):
+        return ""
+    before = {f for q in earlier for w in subject(q) for f in _forms(w)}
     if before and not (before & stems):
         return ""
     if not before and refers_back(text):
         return ""
     return text
+
+
+def _forms(word: str) -> set[str]:
+    """A word's stems for comparing a rewrite with the question: its light stem, and that of the word
+    without a plural "s" the light stemmer keeps ("eyes")."""
+    word = word.lower()
+    out = {light_stem(word)}
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        out.add(light_stem(word[:-1]))
+    return out
 
 
 # -- turns: a question of a conversation answered and saved ----------------------------------------
