@@ -83,6 +83,10 @@ start starts started time times minutes long
 don doesn didn isn aren wasn weren can't won shouldn wouldn couldn haven hasn
 """.split()) | QUERY_STOPWORDS
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*|\d+(?:\.\d+)?")
+# What a question asks about its subject. A rewrite that names one the follow-up does not has put the
+# earlier question's aspect in place of the follow-up's own.
+ASPECTS = frozenset(light_stem(w) for w in """sign signs symptom symptoms cause causes prevent prevention
+treat treatment""".split())
 # Earlier turns the model sees, and how much of each answer (the rewrite must stay one short call).
 HISTORY_TURNS = 3
 ANSWER_CHARS = 300
@@ -311,9 +315,11 @@ def _model_rewrite(model, question: str, history: Sequence[tuple[str, str]], ear
 
 
 def keep(text: str, question: str, earlier: Sequence[str]) -> str:
-    """The model's rewrite cleaned, or "" when it is not a standalone form of `question`: it must be a
-    short question in words (a statement is the model answering instead of rewriting), not copy the
-    task or an earlier question, keep the follow-up's own subject words (a rewrite that drops
+    """The model's rewrite cleaned, or "" when it is not a standalone form of `question`: it must be
+    one short question in words (a statement is the model answering instead of rewriting), not copy
+    the task or an earlier question, not ask for an aspect the follow-up does not ask for ("what do I
+    do about it?" after a question on heat stroke's signs is not "what are the signs of heat
+    stroke?"), keep the follow-up's own subject words (a rewrite that drops
     "unconscious" from "what if he is unconscious?" asks something else), bring in a subject word of
     the conversation's questions, and itself no longer refer back."""
     text = " ".join(text.replace("\n", " ").split()).strip(" \"'`")
@@ -324,7 +330,10 @@ def keep(text: str, question: str, earlier: Sequence[str]) -> str:
         return ""
     if "task" in words and "rewrite" in words:
         return ""
-    if any(text.lower() == q.lower() for q in earlier):
+    if text.count("?") > 1 or any(text.lower() == q.lower() for q in earlier):
+        return ""
+    asked = {light_stem(w) for w in _words(question)}
+    if any(light_stem(w) in ASPECTS and light_stem(w) not in asked for w in words):
         return ""
     stems = {f for w in words for f in _forms(w)}
     if any(not (_forms(w) & stems) for w in subject(question)):

@@ -45,7 +45,9 @@ def test_without_a_model_the_previous_subject_is_carried():
     assert carry("What are its causes?", ["signs of heat stroke"]) == "What are the heat stroke's causes?"
     assert carry("Should I cut it open?", ["what do I do for a snakebite?"]) == "Should I cut snakebite open?"
     assert carry("Can I turn it back on?", ["how do I shut off the gas at the meter?"]) == \
-        "Can I turn it back on (shut gas meter)?"
+        "Can I turn it back on (shut off the gas at the meter)?"
+    assert carry("Can I give him water?", ["What do I do for an open abdominal wound with organs showing?"]) == \
+        "Can I give him water (open abdominal wound with organs showing)?"
     assert carry("what if he is unconscious?", ["What do I do about heat stroke?"]) == \
         "What if he is unconscious (heat stroke)?"
     got = standalone("how long does it last?", HEAT)
@@ -105,4 +107,18 @@ def test_subject_and_keep():
     assert subject("what are the signs of heat stroke?") == ["heat", "stroke"]
     assert keep("Standalone question: How long does heat stroke last? [S1]", "how long does it last?",
                 ["signs of heat stroke"]) == "How long does heat stroke last?"
+    # the model answering instead of rewriting, or repeating an earlier question, is not a rewrite
+    assert keep("If the door is hot, there is fire behind it.", "what if it's hot?",
+                ["how do I check whether there's a fire behind a closed door?"]) == ""
+    assert keep("What are the signs of heat stroke?", "how long does it last?", ["What are the signs of heat stroke?"]) == ""
+    # a rewrite that asks the earlier question's aspect (signs) instead of the follow-up's, or asks two questions
+    assert keep("What signs of heatstroke should I look for?", "and what do I do about it?",
+                ["What are the signs of heatstroke?"]) == ""
+    assert keep("What are the signs of heat exhaustion? And what is the first aid?", "and the first aid?",
+                ["What is heat exhaustion?", "What are the signs of heat exhaustion?"]) == ""
+    assert keep("How do I treat a burn on the hand?", "and how do I treat it on the hand?",
+                ["what are the signs of a burn?"]) == "How do I treat a burn on the hand?"
+    # a plural the light stemmer keeps ("eyes") still matches the earlier question's "eye"
+    assert keep("Should I cover both injured eyes?", "should I cover both of them?",
+                ["how do I treat an eye with something stuck in it?"]) == "Should I cover both injured eyes?"
     assert rewrite_messages("why?", HEAT)[-1]["content"].endswith("Last question: why?\nStandalone question:")
