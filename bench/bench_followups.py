@@ -119,9 +119,15 @@ def summarise(out: dict, with_model: bool) -> None:
         print(f"model rewrite: median {statistics.median(seconds):.2f} s over {len(seconds)} calls")
 
 
-def answers(conn, embedder, rows: list[dict], model, out_path: Path) -> None:
+def answers(conn, embedder, rows: list[dict], model, out_path: Path, reuse_from: str = "", reuse_ids: str = "") -> None:
     """Each follow-up dialogue played as a conversation (every turn answered by the model, nothing saved),
-    and its reference standalone question asked alone; one JSON line per answer, for reading."""
+    and its reference standalone question asked alone; one JSON line per answer, for reading.
+    `reuse_from`/`reuse_ids`: the alone answers of these ids copied from an earlier run instead of asked
+    again. Only for ids whose alone prompt is unchanged since that run (the same corpus file and the
+    same answer path), where asking again gives the same text; the records say where they came from."""
+    wanted = {i.strip() for i in reuse_ids.split(",") if i.strip()}
+    reuse = {r["id"]: r for r in load(Path(reuse_from)) if r["condition"] == "alone" and r["id"] in wanted} \
+        if reuse_from else {}
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with out_path.open("a", encoding="utf-8") as f:
         for r in rows:
@@ -136,11 +142,12 @@ def answers(conn, embedder, rows: list[dict], model, out_path: Path) -> None:
                                                      history=history, save=False)
                 history.append((turn.standalone, answer.answer))
             seconds = time.perf_counter() - started
-            alone = asking.ask(conn, embedder, r["standalone"], model, asking.AskOptions(book_ids=[book]))
-            for condition, a, standalone, extra in (
-                    ("conversation", answer, turn.standalone, {"rewrite": turn.rewrite, "dialogue_seconds": seconds,
-                                                               "history": history[:-1]}),
-                    ("alone", alone, r["standalone"], {})):
+            pairs = [("conversation", answer, turn.standalone, {"rewrite": turn.rewrite, "dialogue_seconds": seconds,
+                                                                "history": history[:-1]})]
+            if r["id"] not in reuse:
+                alone = asking.ask(conn, embedder, r["standalone"], model, asking.AskOptions(book_ids=[book]))
+                pairs.append(("alone", alone, r["standalone"], {}))
+            for condition, a, standalone, extra in pairs:
                 rec = {"id": r["id"], "condition": condition, "question": r["turns"][-1] if condition == "conversation"
                        else r["standalone"], "standalone": standalone, "answer": a.answer, "status": a.status,
                        "citations": a.citations, "hit5": hit([s.hit for s in a.sources[:5]], book, r["pages"]),
@@ -150,6 +157,9 @@ def answers(conn, embedder, rows: list[dict], model, out_path: Path) -> None:
                 f.flush()
                 print(f"{r['id']} {condition:<12} {a.status:<11} {standalone[:60]!r}: {a.answer[:140]!r}",
                       file=sys.stderr, flush=True)
+            if r["id"] in reuse:  # the alone answer of an earlier run whose prompt is the same (see --reuse-alone)
+                f.write(json.dumps({**reuse[r["id"]], "reused_from": reuse_from}, ensure_ascii=False) + "\n")
+                f.flush()
 
 
 def score(run_path: Path, labels_path: Path) -> None:
@@ -196,6 +206,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "followup_runs" / "answers.jsonl")
     ap.add_argument("--cache", help="generation cache (bench/gen_cache.py): every reply recorded there and "
                                     "replayed on the next run, so a change re-runs only the calls it changes")
+    ap.add_argument("--reuse-alone", default="", help="an earlier --answers run: copy its alone answers of --reuse-ids")
+    ap.add_argument("--reuse-ids", default="", help="comma-separated ids for --reuse-alone")
     ap.add_argument("--score", type=Path, help="a run of --answers: the bar from bench/followups_labels.jsonl")
     ap.add_argument("--labels", type=Path, default=LABELS)
     args = ap.parse_args()
@@ -221,7 +233,7 @@ def main() -> int:
     if args.answers:
         if model is None:
             ap.error("--answers needs --model")
-        answers(conn, embedder, rows, model, args.out)
+        answers(conn, embedder, rows, model, args.out, args.reuse_alone, args.reuse_ids)
         return 0
     started = time.perf_counter()
     out = retrieval(conn, embedder, rows, model)
