@@ -44,6 +44,7 @@ from ragcli.store import db  # noqa: E402
 
 SET = ROOT / "bench" / "followups.jsonl"
 LABELS = ROOT / "bench" / "followups_labels.jsonl"
+REPLAYED = 0.1  # seconds: a call that took less was replayed from the cache, not made
 
 
 def load(path: Path, ids: str = "") -> list[dict]:
@@ -180,13 +181,15 @@ def score(run_path: Path, labels_path: Path) -> None:
         print(f"{condition:<13} {len(got)} labelled: {counts}")
     conv = [r for r in runs if r["condition"] == "conversation"]
     alone = [r for r in runs if r["condition"] == "alone"]
-    t_rewrite = [r["rewrite"]["seconds"] for r in conv if r["rewrite"].get("seconds")]
-    t_answer = [r["timings"].get("generation") or r["timings"].get("total") for r in alone]
+    # times of the calls the model made in this run: a reply replayed from --cache or an answer copied
+    # by --reuse-alone took no model time (under REPLAYED seconds), so it is left out of the medians
+    t_rewrite = [r["rewrite"]["seconds"] for r in conv if (r["rewrite"].get("seconds") or 0) >= REPLAYED]
+    t_answer = [r["timings"].get("generation") for r in alone if "reused_from" not in r]
     if t_rewrite:
-        print(f"rewrite call: median {statistics.median(t_rewrite):.2f} s ({len(t_rewrite)} calls)")
-    t_answer = [t for t in t_answer if t]
+        print(f"rewrite call: median {statistics.median(t_rewrite):.2f} s ({len(t_rewrite)} calls made in this run)")
+    t_answer = [t for t in t_answer if t and t >= REPLAYED]
     if t_answer:
-        print(f"answer generation (alone): median {statistics.median(t_answer):.2f} s")
+        print(f"answer generation (alone): median {statistics.median(t_answer):.2f} s ({len(t_answer)} made in this run)")
     a, b = by["conversation"].count("correct"), by["alone"].count("correct")
     if b:
         print(f"correct in conversation / correct alone = {a}/{b} = {a / b:.3f} (bar: >= 0.9)")

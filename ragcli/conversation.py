@@ -317,9 +317,10 @@ def _model_rewrite(model, question: str, history: Sequence[tuple[str, str]], ear
 def keep(text: str, question: str, earlier: Sequence[str]) -> str:
     """The model's rewrite cleaned, or "" when it is not a standalone form of `question`: it must be
     one short question in words (a statement is the model answering instead of rewriting), not copy
-    the task or an earlier question, not ask for an aspect the follow-up does not ask for ("what do I
-    do about it?" after a question on heat stroke's signs is not "what are the signs of heat
-    stroke?"), keep the follow-up's own subject words (a rewrite that drops
+    the task or an earlier question, not ask for an aspect (signs, causes, treatment) a follow-up
+    that says what it asks does not ask for ("what do I do about it?" after a question on heat
+    stroke's signs is not "what are the signs of heat stroke?"; "what about a coral snake?" after one
+    on a pit viper's signs asks for the signs), keep the follow-up's own subject words (a rewrite that drops
     "unconscious" from "what if he is unconscious?" asks something else), bring in a subject word of
     the conversation's questions, and itself no longer refer back."""
     text = " ".join(text.replace("\n", " ").split()).strip(" \"'`")
@@ -333,7 +334,7 @@ def keep(text: str, question: str, earlier: Sequence[str]) -> str:
     if text.count("?") > 1 or any(text.lower() == q.lower() for q in earlier):
         return ""
     asked = {light_stem(w) for w in _words(question)}
-    if any(light_stem(w) in ASPECTS and light_stem(w) not in asked for w in words):
+    if _own_frame(question) and any(light_stem(w) in ASPECTS and light_stem(w) not in asked for w in words):
         return ""
     stems = {f for w in words for f in _forms(w)}
     if any(not (_forms(w) & stems) for w in subject(question)):
@@ -344,6 +345,19 @@ def keep(text: str, question: str, earlier: Sequence[str]) -> str:
     if not before and refers_back(text):
         return ""
     return text
+
+
+# The words a question that says what it asks begins with, once an opening such as "and" is set aside.
+QUESTION_OPENINGS = frozenset("""what how why when where which who whom whose can could should would will is are
+was were do does did may might must shall""".split())
+
+
+def _own_frame(question: str) -> bool:
+    """Does the follow-up say what it asks ("and what do I do about it?") rather than leave it to the
+    earlier question ("what about a coral snake?", "and for a child?", "what if he is unconscious?")?"""
+    opening = CONTINUATION.match(question)
+    rest = _words(question[opening.end():] if opening else question)
+    return bool(rest) and rest[0] in QUESTION_OPENINGS
 
 
 def _forms(word: str) -> set[str]:

@@ -116,6 +116,9 @@ def test_subject_and_keep():
                 ["What are the signs of heatstroke?"]) == ""
     assert keep("What are the signs of heat exhaustion? And what is the first aid?", "and the first aid?",
                 ["What is heat exhaustion?", "What are the signs of heat exhaustion?"]) == ""
+    # an ellipsis leaves the aspect to the earlier question: "what about X?" asks what it asked
+    assert keep("What are the signs of a coral snake bite?", "What about a coral snake bite?",
+                ["What are the signs of a pit viper bite?"]) == "What are the signs of a coral snake bite?"
     assert keep("How do I treat a burn on the hand?", "and how do I treat it on the hand?",
                 ["what are the signs of a burn?"]) == "How do I treat a burn on the hand?"
     # a plural the light stemmer keeps ("eyes") still matches the earlier question's "eye"
