@@ -276,6 +276,12 @@ _EXAMPLES = (
 )
 
 
+# The subject words of the worked examples: a rewrite that brings one in the conversation never used
+# copied it from an example.
+EXAMPLE_WORDS = frozenset(light_stem(w) for turns, q, out in _EXAMPLES
+                          for w in subject(" ".join([q, out, *(t for turn in turns for t in turn)])))
+
+
 def _task(follow_up: str, turns: Sequence[tuple[str, str]]) -> str:
     lines = ["TASK: rewrite the last question so that it can be understood without the conversation: "
              "replace every word that refers back (it, they, he, she, this, that, ...) by what it refers to, "
@@ -311,10 +317,10 @@ def _model_rewrite(model, question: str, history: Sequence[tuple[str, str]], ear
                           temperature=0.0)
     except Exception:  # a failed rewrite falls back to the deterministic one; it never fails the turn
         return ""
-    return keep(str(text), question, earlier)
+    return keep(str(text), question, earlier, " ".join(a for _q, a in turns))
 
 
-def keep(text: str, question: str, earlier: Sequence[str]) -> str:
+def keep(text: str, question: str, earlier: Sequence[str], context: str = "") -> str:
     """The model's rewrite cleaned, or "" when it is not a standalone form of `question`: it must be
     one short question in words (a statement is the model answering instead of rewriting), not copy
     the task or an earlier question, not ask for an aspect (signs, causes, treatment) a follow-up
@@ -342,6 +348,9 @@ def keep(text: str, question: str, earlier: Sequence[str]) -> str:
     before = {f for q in earlier for w in subject(q) for f in _forms(w)}
     if before and not (before & stems):
         return ""
+    said = {f for w in _words(" ".join([question, *earlier, context])) for f in _forms(w)}
+    if any(light_stem(w) in EXAMPLE_WORDS and not (_forms(w) & said) for w in words):
+        return ""  # a word of a worked example the conversation never used ("a dog with heat stroke")
     if not before and refers_back(text):
         return ""
     return text

@@ -121,6 +121,9 @@ def test_subject_and_keep():
                 ["What are the signs of a pit viper bite?"]) == "What are the signs of a coral snake bite?"
     assert keep("How do I treat a burn on the hand?", "and how do I treat it on the hand?",
                 ["what are the signs of a burn?"]) == "How do I treat a burn on the hand?"
+    # a word of a worked example the conversation never used is the example copied ("a dog")
+    assert keep("How much water should I give a dog with heat stroke?", "how much water should I give him?",
+                ["what are the signs of heat stroke?"], "Hot, dry skin; headache.") == ""
     # a plural the light stemmer keeps ("eyes") still matches the earlier question's "eye"
     assert keep("Should I cover both injured eyes?", "should I cover both of them?",
                 ["how do I treat an eye with something stuck in it?"]) == "Should I cover both injured eyes?"
