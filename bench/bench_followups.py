@@ -7,6 +7,9 @@ it, and (with --answers) the model's answers to the last turn beside the same qu
     # the answers, for reading and labelling (long: every turn of every dialogue is answered)
     nice -n 10 .venv/bin/python bench/bench_followups.py --db CORPUS.db --model MODEL.gguf --answers \
         --out bench/followup_runs/NAME.jsonl [--ids fu-01,fu-02] [--cache replies.jsonl]
+    # --cache R.jsonl records every model reply and replays it next time, so a change re-runs only the
+    # calls it changes; --reuse-alone OLD.jsonl --reuse-ids fu-02,... copies an earlier run's alone
+    # answers whose prompt has not changed since (each copied record says so)
     # the bar, from labels written by reading those answers (bench/followups_labels.jsonl)
     .venv/bin/python bench/bench_followups.py --score bench/followup_runs/NAME.jsonl
 
