@@ -5,6 +5,7 @@
   Set RAGCLI_TEST_CACHE=DIR to keep that cache between sessions while you work.
 - `template_db` ingests the sample book and the fixture PDFs once per session; `corpus_db` gives each
   test a copy of it (a file copy, not a re-ingest).
+- hypothesis is derandomized (the same examples each run) unless HYPOTHESIS_PROFILE=explore.
 - `cli` drives the Typer app in-process (stdout and stderr separate); `run_module` runs
   `python -m ragcli` in a real subprocess for exit codes.
 - `fingerprint` hashes every row of every table of a corpus file, to assert "the database is
@@ -20,8 +21,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from conftest_llm import tiny_gguf  # noqa: F401  (the chat-model fixtures)
+
+# Property tests draw the same examples on every run (a CI run must not turn red on an input no earlier
+# run drew); `HYPOTHESIS_PROFILE=explore pytest ...` draws new ones, to look for counterexamples, which
+# are then pinned with @example.
+settings.register_profile("default", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

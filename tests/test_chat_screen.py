@@ -15,8 +15,13 @@ pytest.importorskip("prompt_toolkit")
 
 SHORT = "A craniotomy removes a bone flap of the skull [S1]."
 # about 400 tokens of the tiny model (about one a character): 2 s of streaming, still going when Ctrl-C
-# arrives after "Step 2:"
-LONG = " ".join(f"Step {i}: keep the bone flap {i} sterile [S1]." for i in range(1, 12))
+# arrives after "Step 2:". Every sentence its own words: the same sentence three times (digits aside) is
+# a loop, which ends the answer (answer/health.py) before Ctrl-C could stop it.
+LONG = " ".join(f"Step {i}: {act} [S1]." for i, act in enumerate([
+    "wash both hands with soap", "shave the scalp along the incision line", "mark the planned skin flap",
+    "inject local anaesthetic into the scalp", "incise the skin and the galea", "reflect the temporalis muscle",
+    "drill two burr holes through bone", "join the holes with a craniotome", "lift the bone flap away gently",
+    "wrap the flap in moist gauze", "open the dura in a curve"], 1))
 
 
 def _chat(tiny_gguf, tmp_path, text: str, max_tokens: int = 64):

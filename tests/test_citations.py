@@ -256,6 +256,7 @@ def test_stream_equals_batch(text, cuts):
 @FAST
 @given(texts)
 @example("[1[1")  # half marks one after another at the end: all go at once
+@example("【e.g.^[S8]")  # a half mark whose inner mark is removed: judged on what is left
 def test_idempotent(text):
     once = run(text)
     twice = run(once.text)

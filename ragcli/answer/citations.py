@@ -452,6 +452,13 @@ def _half_mark(opener: str, written: str, ctx: _Context) -> bool:
     inner = next((k for k, ch in enumerate(written) if ch in _OPEN), None)
     if inner is not None and _half_mark(written[inner], written[inner + 1:], ctx):
         written = written[:inner]  # the text ends in half marks one after another ("[1[1"): all of them go
+    elif inner is not None:
+        # complete marks inside are judged as they will be shown: once an invalid one is removed
+        # ("【e.g.^[S8]" -> "【e.g."), what is left is judged, so that validating again changes nothing
+        sub = _Engine(ctx, opener)
+        shown = sub.feed(written) + sub.flush()
+        if sub.removed and not any(ch in _OPEN or ch in _CLOSE for ch in shown):
+            written = shown
     if not written.strip() or "\n" in written or len(written) + 2 > MAX_SPAN or any(ch in _OPEN or ch in _CLOSE for ch in written):
         return False  # a bracket inside: the inner marks are judged on their own, this one is text
     word = re.search(r"[A-Za-z.]+$", written)
