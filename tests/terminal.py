@@ -12,6 +12,7 @@ import codecs
 import fcntl
 import os
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -119,6 +120,9 @@ class Session:
         def controlling_terminal() -> None:  # in the child: a session whose terminal is the pty
             os.setsid()
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            # Ctrl-C as a shell's foreground program gets it: pytest started in the background (`... &`)
+            # ignores SIGINT, and an ignored signal stays ignored across exec
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
 
         self.start = time.monotonic()
         self.proc = subprocess.Popen([sys.executable, "-m", "ragcli", *map(str, args)], stdin=slave, stdout=slave,
