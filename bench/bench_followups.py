@@ -123,6 +123,13 @@ def summarise(out: dict, with_model: bool) -> None:
         print(f"model rewrite: median {statistics.median(seconds):.2f} s over {len(seconds)} calls")
 
 
+def _shown_path(path: str) -> str:
+    """A path as a record keeps it: relative to the repository when inside it, else the file's name
+    (no machine's directories in a committed record)."""
+    p = Path(path).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else p.name
+
+
 def answers(conn, embedder, rows: list[dict], model, out_path: Path, reuse_from: str = "", reuse_ids: str = "") -> None:
     """Each follow-up dialogue played as a conversation (every turn answered by the model, nothing saved),
     and its reference standalone question asked alone; one JSON line per answer, for reading.
@@ -162,7 +169,7 @@ def answers(conn, embedder, rows: list[dict], model, out_path: Path, reuse_from:
                 print(f"{r['id']} {condition:<12} {a.status:<11} {standalone[:60]!r}: {a.answer[:140]!r}",
                       file=sys.stderr, flush=True)
             if r["id"] in reuse:  # the alone answer of an earlier run whose prompt is the same (see --reuse-alone)
-                f.write(json.dumps({**reuse[r["id"]], "reused_from": reuse_from}, ensure_ascii=False) + "\n")
+                f.write(json.dumps({**reuse[r["id"]], "reused_from": _shown_path(reuse_from)}, ensure_ascii=False) + "\n")
                 f.flush()
 
 
