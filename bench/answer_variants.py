@@ -6,6 +6,7 @@ figures of the variants are in git history (docs/benchmarks-answers.md, removed)
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -111,6 +112,8 @@ PLAIN_TASK = ("Answer the question from the passages in 2-4 sentences. End each 
 MESSAGE_VARIANTS = {
     # the best passage last, next to the question (labels unchanged): small models use what is nearest
     "ragcli-reversed": lambda blocks, instruction: (list(reversed(blocks)), instruction),
+    # best first: undoes build's best-last listing (the plain script's order)
+    "ragcli-best-first": lambda blocks, instruction: (list(reversed(blocks)), instruction),
     # the plain baseline's task line instead of ragcli's
     "ragcli-plain-task": lambda blocks, instruction: (blocks, PLAIN_TASK),
 }
@@ -204,13 +207,18 @@ def apply(name: str) -> Variant:
     if name in EXTRA_EXAMPLES:
         prompt.build = extra_examples_build(EXTRA_EXAMPLES[name], TASKS.get(name))
         return Variant(system=prompt.ANSWER_SYSTEM, passages=prompt.ANSWER_SOURCES, example=True)
+    first = re.fullmatch(r"ragcli-first-(\d+)", name)
+    if first:  # ragcli's prompt with its first N passages, listed best first (labels unchanged)
+        prompt.ANSWER_SOURCES = int(first.group(1))
+        name = "ragcli-best-first"
     if name in MESSAGE_VARIANTS:
         original, change = prompt.answer_message, MESSAGE_VARIANTS[name]
 
-        def answer_message(question, blocks, instruction=prompt.ANSWER_INSTRUCTION):
-            if instruction != prompt.ANSWER_INSTRUCTION:  # the second chance keeps its own
-                return original(question, blocks, instruction)
-            return original(question, *change(list(blocks), instruction))
+        def answer_message(question, blocks, instruction=prompt.ANSWER_INSTRUCTION, lead=""):
+            if instruction not in prompt.ANSWERING:  # a summary keeps its own
+                return original(question, blocks, instruction, lead)
+            changed, task = change(list(blocks), instruction)
+            return original(question, changed, task, lead)
 
         prompt.answer_message = answer_message
         return Variant(system=prompt.ANSWER_SYSTEM, passages=prompt.ANSWER_SOURCES, example=True)

@@ -212,6 +212,37 @@ def _switch_off(rules: set) -> None:
         refusal.unbacked_reason = functools.partial(refusal.unbacked_reason, skip=skip)
 
 
+def install_oracle() -> dict:
+    """--oracle: the ceiling of the model, not of ragcli. Retrieval is replaced, question by question, by
+    the passages on the pages the answer set lists (the retrieved ones in rank order, then the rest of
+    those pages in book order), at most the answer prompt's count: what the model writes when it is given
+    only passages that answer. The rules decided before any answer (no_context, missing_subject) are off.
+    Returns the holder whose "pages" the run loop sets per question."""
+    from ragcli import ask
+    from ragcli.answer import prompt
+    from ragcli.store import corpus
+
+    current: dict = {"pages": []}
+    original = ask.search
+
+    def search(conn, embedder, question, opts, **kw):
+        result = original(conn, embedder, question, opts, **kw)
+        pages = set(current["pages"])
+        on = lambda h: h.kind == "passage" and any(h.page_start <= p <= h.page_end for p in pages)
+        gold = [h for h in result.hits if on(h)]
+        seen = {h.passage_id for h in gold}
+        ids = [r[0] for r in conn.execute(
+            "SELECT id FROM passages WHERE kind = 'passage' ORDER BY book_id, ordinal") if r[0] not in seen]
+        rest = corpus.fetch_hits(conn, ids)
+        gold += [rest[i] for i in ids if i in rest and on(rest[i])]
+        result.hits = gold[:prompt.ANSWER_SOURCES]
+        return result
+
+    ask.search = search
+    _switch_off({"no_context", "missing_subject"})
+    return current
+
+
 def load_questions(args) -> list[dict]:
     rows = [json.loads(line) for line in open(args.answers, encoding="utf-8") if line.strip()]
     if args.set:
@@ -247,6 +278,8 @@ def main() -> int:
     ap.add_argument("--cache", help="generation cache (bench/gen_cache.py): replies recorded here are "
                     "replayed, others generated and recorded")
     ap.add_argument("--replay", action="store_true", help="with --cache: a call not recorded is an error")
+    ap.add_argument("--oracle", action="store_true", help="the answer prompt gets only the passages on the "
+                    "question's listed pages (the model's ceiling: install_oracle)")
     ap.add_argument("--judge", action="store_true", help="ask with the relevance judge (ask --judge)")
     ap.add_argument("--without", default="", help="status rules switched off (ablation), comma-separated: "
                     "missing_subject, off_question, no_context, and refusal.UNBACKED_RULES (amount, amount_of, "
@@ -274,10 +307,13 @@ def main() -> int:
         answer_variants.apply(args.variant)
     without = {w for w in args.without.split(",") if w}
     _switch_off(without)
+    oracle = install_oracle() if args.oracle else None
     opts = ask.AskOptions(max_tokens=args.max_tokens, expand=not args.no_expand, judge=args.judge)
     out = open(args.out, "w", encoding="utf-8") if args.out else None
     records = []
     for q in load_questions(args):
+        if oracle is not None:
+            oracle["pages"] = q.get("pages") or []
         memo = embed.MemoEmbedder(embedder)
         answer, rec = run_ragcli(conn, memo, model, q["question"], opts)
         row = {"id": q["id"], "question": q["question"], "answerable": q["answerable"],

@@ -80,6 +80,20 @@ def test_negation_mismatch_lowers_the_score_and_caps_the_level(embedder):
     assert negated.level != "supported"
 
 
+def test_a_negation_governs_its_own_clause(embedder):
+    # our own sentence, shaped as manuals write a warning: "do not X; X may do Y"
+    passage = ["Remove the splinter with a clean needle.",
+               "Do not squeeze the wound; squeezing may push dirt deeper into the tissue."]
+    stated = score_claim("Squeezing may push dirt deeper into the tissue.", passage, embedder)
+    assert not stated.negation_mismatch and stated.level == "supported"
+    denied = score_claim("Squeezing does not push dirt deeper into the tissue.", passage, embedder)
+    assert denied.negation_mismatch and denied.level != "supported"
+    urged = score_claim("Squeeze the wound.", passage, embedder)
+    assert urged.negation_mismatch and urged.level != "supported"
+    copied = score_claim(passage[1], passage, embedder)  # both clauses, as the passage has them
+    assert not copied.negation_mismatch and copied.level == "supported"
+
+
 def test_score_claims_embeds_once_and_matches_score_claim(embedder):
     counting = CountingEmbedder(embedder)
     other = ["Measles is a contagious viral illness.", "Vaccination prevents most cases."]

@@ -5,7 +5,7 @@ the sentence level (content-word overlap on truncation stems, numbers with their
 combined by a small logistic regression fitted on SciFact train (bench/support_scifact.py --fit).
 
 A claim whose number (dose, count, percentage, year) is not in the cited passage, or whose negation
-differs from the best sentence's, is never "supported". Figures: docs/benchmarks.md (per-claim support).
+differs from that of the best sentence's clause it repeats, is never "supported". Figures: docs/benchmarks.md (per-claim support).
 """
 from __future__ import annotations
 
@@ -131,6 +131,26 @@ def is_negated(text: str) -> bool:
     return any(tok.lower() in NEGATION_WORDS for tok in SUPPORT_TOKEN.findall(text))
 
 
+_CLAUSE_BREAK = re.compile(r";\s+")
+
+
+def negation_mismatch(claim: str, sentence: str) -> bool:
+    """Is the claim negated where the passage's sentence is not, or the reverse? A negation governs
+    its own clause (clauses split at semicolons): in "Do not use tweezers; these may squeeze the venom
+    sac" the second clause is stated, not denied. Each clause of the claim is compared with the clause
+    of the sentence that shares the most of its words."""
+    parts = [c for c in _CLAUSE_BREAK.split(sentence) if c.strip()]
+    if len(parts) < 2:
+        return is_negated(claim) != is_negated(sentence)
+    part_terms = [set(content_terms(p)) for p in parts]
+    for clause in (c for c in _CLAUSE_BREAK.split(claim) if c.strip()):
+        terms = {t: term_weight(t) for t in content_terms(clause)}
+        nearest = max(range(len(parts)), key=lambda i: _overlap(terms, part_terms[i]))
+        if is_negated(clause) != is_negated(parts[nearest]):
+            return True
+    return False
+
+
 # ------------------------------------------------------------------------------------- features
 def _normalise(v: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(v, axis=-1, keepdims=True)
@@ -176,7 +196,7 @@ def claim_features(claim: str, sentences: Sequence[str], claim_vec: np.ndarray,
         "lex_win": float(win_lex.max()),
         "lex_cover": _overlap(cterms, all_terms),
         "num_missing": len(missing) / len(nums) if nums else 0.0,
-        "neg_mismatch": float(is_negated(claim) != is_negated(sentences[best])),
+        "neg_mismatch": float(negation_mismatch(claim, sentences[best])),
     }
     return f, best
 
