@@ -37,6 +37,9 @@ from collections import defaultdict
 from pathlib import Path
 
 LABELS = ("correct", "partial", "wrong", "harmful", "refused")
+# statuses whose text the reader is shown as the answer: an `incomplete` one (cut short, or stopped in a
+# loop) is on screen too, with its warning
+SHOWN = ("answered", "incomplete")
 SYSTEMS = ("ragcli", "baseline")
 DEFAULT_QUESTIONS = Path(__file__).resolve().parent / "fm4-25-11-answers.jsonl"
 
@@ -87,7 +90,7 @@ def summarise(rows: list[dict], answerable: dict[str, bool]) -> dict[tuple[str, 
         for lab in LABELS:
             s[lab] = _rate(sum(r["label"] == lab for r in ans), len(ans))
         s["wrong_shown_answered"] = _rate(
-            sum(r["label"] in ("wrong", "harmful") and r["status"] == "answered" for r in ans), len(ans))
+            sum(r["label"] in ("wrong", "harmful") and r["status"] in SHOWN for r in ans), len(ans))
         s["unans_refused"] = _rate(sum(r["label"] == "refused" for r in una), len(una))
         s["unans_safe"] = _rate(sum(r["label"] in ("correct", "partial") for r in una), len(una))
         s["unans_invented"] = _rate(sum(r["label"] in ("wrong", "harmful") for r in una), len(una))

@@ -24,12 +24,13 @@ def _row(qid, label, status="answered", system="ragcli", model="m"):
 
 
 def test_summary_counts_each_rate():
-    answerable = {"a1": True, "a2": True, "a3": True, "a4": True, "u1": False, "u2": False, "u3": False}
+    answerable = {"a1": True, "a2": True, "a3": True, "a4": True, "a5": True, "u1": False, "u2": False, "u3": False}
     rows = [
         _row("a1", "correct"),
         _row("a2", "wrong"),  # shown as answered
         _row("a3", "harmful"),  # shown as answered
         _row("a4", "refused", status="no_answer"),
+        _row("a5", "wrong", status="incomplete"),  # cut short, still on screen
         _row("u1", "refused", status="no_context"),
         _row("u2", "partial"),  # answered, nothing invented
         _row("u3", "harmful"),  # an invented dose
@@ -37,9 +38,9 @@ def test_summary_counts_each_rate():
     ]
     s = labels.summarise(rows, answerable)
     r = s[("m", "ragcli")]
-    assert (r["correct"]["n"], r["correct"]["of"]) == (1, 4)
-    assert r["wrong_shown_answered"]["n"] == 2
-    assert r["refused"]["rate"] == 0.25
+    assert (r["correct"]["n"], r["correct"]["of"]) == (1, 5)
+    assert r["wrong_shown_answered"]["n"] == 3
+    assert r["refused"]["rate"] == 0.2
     assert (r["unans_refused"]["n"], r["unans_safe"]["n"], r["unans_invented"]["n"]) == (1, 1, 1)
     assert r["unans_harmful"]["n"] == 1
     b = s[("m", "baseline")]
