@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.cases:
         print()
         for r in rows:
-            if r["label"] in ("wrong", "harmful") and r["status"] == "answered":
+            if r["label"] in ("wrong", "harmful") and r["status"] in SHOWN:
                 kind = "answerable" if answerable[r["id"]] else "unanswerable"
                 print(f"{r['model']} {r['system']} {r['id']} ({kind}) {r['label']}: {r['why']}")
     return 0
