@@ -110,10 +110,9 @@ PLAIN_TASK = ("Answer the question from the passages in 2-4 sentences. End each 
 # Variants of ragcli's own answer prompt that change one thing of its user message (prompt.answer_message):
 # the rest (system prompt, worked example, headers, neutralised marks, figures) is ragcli's, byte for byte.
 MESSAGE_VARIANTS = {
-    # the best passage last, next to the question (labels unchanged): small models use what is nearest
+    # the order build gives, reversed (labels unchanged): build lists the best passage last, next to the
+    # question (small models use what is nearest), so this is the best first, the plain script's order
     "ragcli-reversed": lambda blocks, instruction: (list(reversed(blocks)), instruction),
-    # best first: undoes build's best-last listing (the plain script's order)
-    "ragcli-best-first": lambda blocks, instruction: (list(reversed(blocks)), instruction),
     # the plain baseline's task line instead of ragcli's
     "ragcli-plain-task": lambda blocks, instruction: (blocks, PLAIN_TASK),
 }
@@ -210,7 +209,7 @@ def apply(name: str) -> Variant:
     first = re.fullmatch(r"ragcli-first-(\d+)", name)
     if first:  # ragcli's prompt with its first N passages, listed best first (labels unchanged)
         prompt.ANSWER_SOURCES = int(first.group(1))
-        name = "ragcli-best-first"
+        name = "ragcli-reversed"
     if name in MESSAGE_VARIANTS:
         original, change = prompt.answer_message, MESSAGE_VARIANTS[name]
 

@@ -227,15 +227,16 @@ def install_oracle() -> dict:
 
     def search(conn, embedder, question, opts, **kw):
         result = original(conn, embedder, question, opts, **kw)
-        pages = set(current["pages"])
-        on = lambda h: h.kind == "passage" and any(h.page_start <= p <= h.page_end for p in pages)
-        gold = [h for h in result.hits if on(h)]
+        pages = current["pages"]
+        on_pages = [r[0] for p in pages for r in conn.execute(
+            "SELECT id FROM passages WHERE kind = 'passage' AND page_start <= ? AND page_end >= ?"
+            " ORDER BY book_id, ordinal", (p, p))]
+        wanted = set(on_pages)
+        gold = [h for h in result.hits if h.passage_id in wanted]
         seen = {h.passage_id for h in gold}
-        ids = [r[0] for r in conn.execute(
-            "SELECT id FROM passages WHERE kind = 'passage' ORDER BY book_id, ordinal") if r[0] not in seen]
-        rest = corpus.fetch_hits(conn, ids)
-        gold += [rest[i] for i in ids if i in rest and on(rest[i])]
-        result.hits = gold[:prompt.ANSWER_SOURCES]
+        rest = [i for i in dict.fromkeys(on_pages) if i not in seen]
+        found = corpus.fetch_hits(conn, rest)
+        result.hits = (gold + [found[i] for i in rest if i in found])[:prompt.ANSWER_SOURCES]
         return result
 
     ask.search = search

@@ -5,7 +5,8 @@ the sentence level (content-word overlap on truncation stems, numbers with their
 combined by a small logistic regression fitted on SciFact train (bench/support_scifact.py --fit).
 
 A claim whose number (dose, count, percentage, year) is not in the cited passage, or whose negation
-differs from that of the best sentence's clause it repeats, is never "supported". Figures: docs/benchmarks.md (per-claim support).
+differs from that of the best sentence's clause it repeats, is never "supported". Figures:
+docs/benchmarks.md (per-claim support).
 """
 from __future__ import annotations
 
