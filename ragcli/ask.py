@@ -17,6 +17,7 @@ from ragcli.answer import relevance
 from ragcli.answer import verdict as verdicts
 from ragcli.answer.generate import ANSWER_TOKENS_RESERVE, Generated, generate
 from ragcli.answer.verdict import Evidence, Reason, Verdict
+from ragcli.ingest.kinds import NOT_EXPOSITION, ONLY_NON_EXPOSITION
 from ragcli.models.chat import Grammar
 from ragcli.models.embed import MemoEmbedder
 from ragcli.search.pipeline import SearchOptions, SearchResult, mode_for, no_context, other_language_notice, search
@@ -90,12 +91,14 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     if not isinstance(embedder, MemoEmbedder):
         embedder = MemoEmbedder(embedder)  # the answer and its claims share sentence vectors
     search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
-                                check_language=True, rerank_depth=opts.rerank_depth)
+                                check_language=True, rerank_depth=opts.rerank_depth, skip_kinds=NOT_EXPOSITION)
     result = search(conn, embedder, question, search_opts, model=model, reranker=reranker,
                     on_expanded=on_expanded, on_phase=phase)
     cal = calibrations.for_corpus(conn)
     run = Run(conn, embedder, question, model, opts, result, prompt.label_sources(result.hits), cal,
               on_text, on_progress, phase, dict(result.timings))
+    if result.skipped_kinds_kept:
+        run.notices.append(ONLY_NON_EXPOSITION)
     if cal is None:
         recorded = corpus.embedding_model(conn)
         run.notices.append(calibrations.UNCALIBRATED_NOTICE.format(model=recorded[0] if recorded else "?"))

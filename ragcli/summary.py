@@ -27,6 +27,7 @@ from ragcli.answer import health
 from ragcli.answer import prompt
 from ragcli.answer import refusal
 from ragcli.answer.generate import generate as generate_text
+from ragcli.ingest.kinds import NOT_EXPOSITION, ONLY_NON_EXPOSITION
 from ragcli.models.chat import Grammar
 from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
 from ragcli.system_prompt import SUMMARY_PREFIX
@@ -112,7 +113,7 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
     key = normalise_topic(topic)
     topic = " ".join(topic.split())
     search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
-                                check_language=True, rerank_depth=opts.rerank_depth,
+                                check_language=True, rerank_depth=opts.rerank_depth, skip_kinds=NOT_EXPOSITION,
                                 rewrite_prefix=SUMMARY_PREFIX)  # the summary call begins so: cache re-use
     result = search(conn, embedder, topic, search_opts, model=model, reranker=reranker, on_phase=phase)
     if result.language:
@@ -152,6 +153,9 @@ def generate(conn, embedder, topic: str, model=None, opts: Optional[SummaryOptio
         warnings = health.merge(warnings, health.claim_warnings(summary.claims,
                                                                 "answered" if used else "unsupported"))
         summary.params["warnings"] = [{"code": w.code, "message": w.message} for w in warnings]
+    if result.skipped_kinds_kept:  # said, not a reason to refuse the summary
+        summary.params["warnings"] = list(summary.params.get("warnings") or []) + [
+            {"code": "non_exposition", "message": ONLY_NON_EXPOSITION}]
     return summary
 
 

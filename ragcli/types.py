@@ -57,6 +57,8 @@ class Passage:
     figure_number: Optional[str] = None
     ordinal: int = 0  # position within the book
     ocr: str = ""  # the OCR engine that read its page(s); "" for a text layer
+    # exposition | question | exercise | scenario | contents | index | glossary_ref (ingest/kinds.py)
+    text_kind: str = "exposition"
 
     def embed_text(self, book_title: str) -> str:
         """The text that is embedded: passage with its context (book title, section path)."""
@@ -125,6 +127,8 @@ class Hit:
     text_hash: str = ""
     ocr: str = ""  # the OCR engine that read the passage's page(s); "" for a text layer
     path: str = ""  # the book's file (absolute when recorded by ingest or sync); "" when unknown
+    # exposition | question | exercise | ... (ingest/kinds.py); "" for a passage ingested before kinds
+    text_kind: str = ""
 
     @property
     def section_str(self) -> str:
@@ -271,6 +275,8 @@ class SearchResult:
     expansion: Expansion = field(default_factory=Expansion)
     timings: dict = field(default_factory=dict)  # seconds: expansion, retrieval
     language: Optional[str] = None  # set (and no search run) when the query looks like another language
+    # the text kinds left out by SearchOptions.skip_kinds were all there was: the hits are theirs
+    skipped_kinds_kept: bool = False
 
 
 @dataclass

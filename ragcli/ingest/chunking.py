@@ -1,51 +1,158 @@
-"""Sections -> passages sized for the embedding model, with overlap, never across sections.
+"""Sections -> passages that follow the book's structure, sized for the embedding model, never across
+sections.
+
+A section's paragraphs are read as atoms: a sentence of running prose, or a list (numbered or
+lettered steps, bullets, "Step 1"...) together with its lead-in (the sentence before it, usually
+ending in a colon). Atoms are packed into passages of at most `max_words` words; a list is never cut
+unless it alone is longer than a passage: then each part starts with the list's lead-in and holds
+whole items, with their own numbers. Prose passages overlap by about `overlap` words of whole
+sentences; a passage never starts with the tail of a list.
 
 all-MiniLM-L6-v2 reads at most 256 word pieces and silently cuts the rest. The embedded text is the
-passage plus a header (book title, section path), so a passage holds at most MAX_WORDS words
-(medical prose runs about 1.4 word pieces per word, the header about 20): the whole passage is read.
+passage plus a header (book title, section path), so a passage holds at most MAX_WORDS words (medical
+prose runs about 1.4 word pieces per word, the header about 20): the whole passage is read. A list
+part that repeats its lead-in stays within the same budget (the lead-in counts).
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
+
+from ragcli.ingest.items import ITEM_RE
+from ragcli.ingest.kinds import text_kind
 from ragcli.text import chunk_sentences
 from ragcli.types import Figure, Passage, Section
 
 MAX_WORDS = 120
 OVERLAP_WORDS = 25
 MIN_WORDS = 8
+LEAD_IN_WORDS = 40  # a lead-in longer than this is prose, not a list's heading: its last sentence leads
 
 
-def _units(section: Section) -> list[tuple[int, str]]:
-    """Sentences with their page; very long sentences are cut into MAX_WORDS pieces."""
-    units = []
-    for page, para in section.paragraphs:
-        for sentence in chunk_sentences(para):
-            words = sentence.split()
-            for i in range(0, len(words), MAX_WORDS):
-                piece = " ".join(words[i : i + MAX_WORDS])
-                if piece:
-                    units.append((page, piece))
-    return units
+
+@dataclass
+class _Atom:
+    page_start: int
+    page_end: int
+    lines: list[str]  # prose: one sentence; list: lead-in (maybe "") then items
+    is_list: bool = False
+    pages: list[int] = field(default_factory=list)  # list: the page of each item (lines[1:])
+
+    @property
+    def words(self) -> int:
+        return sum(len(s.split()) for s in self.lines)
+
+    @property
+    def text(self) -> str:
+        return " ".join(s for s in self.lines if s)
+
+
+def _pieces(page: int, text: str, max_words: int) -> list[_Atom]:
+    """Prose sentences as atoms; a sentence longer than a passage is cut into max_words pieces."""
+    atoms = []
+    for sentence in chunk_sentences(text):
+        words = sentence.split()
+        for i in range(0, len(words), max_words):
+            piece = " ".join(words[i:i + max_words])
+            if piece:
+                atoms.append(_Atom(page, page, [piece]))
+    return atoms
+
+
+def is_item(paragraph: str) -> bool:
+    return bool(ITEM_RE.match(paragraph))
+
+
+def _atoms(section: Section, max_words: int) -> list[_Atom]:
+    """The section's paragraphs as atoms: prose sentences, and lists with their lead-in. A paragraph
+    that starts in lower case right after an item continues that item (a line wrapped into a block of
+    its own)."""
+    atoms: list[_Atom] = []
+    paras = [(pg, t.strip()) for pg, t in section.paragraphs if t.strip()]
+    i = 0
+    while i < len(paras):
+        page, text = paras[i]
+        if not is_item(text):
+            nxt = paras[i + 1][1] if i + 1 < len(paras) else ""
+            if nxt and is_item(nxt):  # this paragraph leads into a list
+                sentences = chunk_sentences(text)
+                lead = sentences[-1] if len(text.split()) > LEAD_IN_WORDS else text
+                if lead is not text:
+                    atoms.extend(_pieces(page, " ".join(sentences[:-1]), max_words))
+                lead_page = page
+            else:
+                atoms.extend(_pieces(page, text, max_words))
+                i += 1
+                continue
+            i += 1
+        else:
+            lead, lead_page = "", page
+        items: list[str] = []
+        pages: list[int] = []
+        while i < len(paras):
+            pg, t = paras[i]
+            if is_item(t):
+                items.append(t)
+                pages.append(pg)
+            elif items and t[:1].islower():
+                items[-1] = f"{items[-1]} {t}"
+            else:
+                break
+            i += 1
+        if not items:  # a lead-in with nothing after it (cannot happen: nxt was an item)
+            atoms.extend(_pieces(lead_page, lead, max_words))
+            continue
+        if len(lead.split()) > max_words // 2:  # a lead-in this long is prose; the list goes alone
+            atoms.extend(_pieces(lead_page, lead, max_words))
+            lead = ""
+        atoms.append(_Atom(lead_page if lead else pages[0], pages[-1], [lead] + items, True, pages))
+    return atoms
+
+
+def _split_list(atom: _Atom, max_words: int) -> list[_Atom]:
+    """A list longer than a passage: parts of whole items, each opening with the lead-in. An item
+    longer than a passage on its own is cut into pieces (its first piece keeps its number)."""
+    lead = atom.lines[0]
+    budget = max(20, max_words - len(lead.split()))
+    items: list[tuple[int, str]] = []
+    for pg, item in zip(atom.pages, atom.lines[1:]):
+        words = item.split()
+        for k in range(0, len(words), budget):
+            items.append((pg, " ".join(words[k:k + budget])))
+    parts: list[_Atom] = []
+    cur: list[tuple[int, str]] = []
+    for pg, item in items:
+        if cur and sum(len(t.split()) for _, t in cur) + len(item.split()) > budget:
+            parts.append(_Atom(cur[0][0], cur[-1][0], [lead] + [t for _, t in cur], True, [p for p, _ in cur]))
+            cur = []
+        cur.append((pg, item))
+    if cur:
+        parts.append(_Atom(cur[0][0], cur[-1][0], [lead] + [t for _, t in cur], True, [p for p, _ in cur]))
+    return parts
 
 
 def chunk_section(section: Section, max_words: int = MAX_WORDS, overlap: int = OVERLAP_WORDS) -> list[Passage]:
-    units = _units(section)
+    atoms: list[_Atom] = []
+    for atom in _atoms(section, max_words):
+        atoms.extend(_split_list(atom, max_words) if atom.is_list and atom.words > max_words else [atom])
     passages: list[Passage] = []
     start = 0
-    while start < len(units):
+    while start < len(atoms):
         end, words = start, 0
-        while end < len(units) and (words + len(units[end][1].split()) <= max_words or end == start):
-            words += len(units[end][1].split())
+        while end < len(atoms) and (words + atoms[end].words <= max_words or end == start):
+            words += atoms[end].words
             end += 1
-        chunk = units[start:end]
-        text = " ".join(t for _, t in chunk)
+        chunk = atoms[start:end]
+        text = " ".join(a.text for a in chunk)
         if len(text.split()) >= MIN_WORDS or not passages:
-            passages.append(Passage(text, section.path, chunk[0][0], chunk[-1][0]))
-        if end >= len(units):
+            passages.append(Passage(text, section.path, chunk[0].page_start, max(a.page_end for a in chunk)))
+        if end >= len(atoms):
             break
-        back, kept = end, 0  # step back whole sentences to overlap about `overlap` words
-        while back - 1 > start and kept + len(units[back - 1][1].split()) <= overlap:
+        # overlap: whole prose sentences stepped back from the end, never a list (it is whole where it is)
+        back, kept = end, 0
+        while back - 1 > start and not atoms[back - 1].is_list and kept + atoms[back - 1].words <= overlap:
             back -= 1
-            kept += len(units[back][1].split())
+            kept += atoms[back].words
         start = back if back > start else end
     return [p for p in passages if p.text.strip()]
 
@@ -56,10 +163,26 @@ def figure_passage(figure: Figure) -> Passage:
 
 
 def chunk_book(sections: list[Section], figures: list[Figure]) -> list[Passage]:
+    """Every section's passages in reading order, each figure's caption placed after the passages of its
+    section on its page, so ordinal order is reading order; each passage's text kind (ingest/kinds.py)."""
     passages: list[Passage] = []
+    by_section: dict[tuple, list[Figure]] = {}
+    for f in figures:
+        by_section.setdefault(tuple(f.section_path), []).append(f)
+    placed: set[int] = set()
     for section in sections:
-        passages.extend(chunk_section(section))
-    passages.extend(figure_passage(f) for f in figures)
+        own = chunk_section(section)
+        figs = [f for f in by_section.get(tuple(section.path), [])
+                if id(f) not in placed and section.page_start <= f.page <= section.page_end]
+        for f in figs:
+            placed.add(id(f))
+        for p in own:
+            while figs and figs[0].page < p.page_start:
+                passages.append(figure_passage(figs.pop(0)))
+            passages.append(p)
+        passages.extend(figure_passage(f) for f in figs)
+    passages.extend(figure_passage(f) for f in figures if id(f) not in placed)
     for i, p in enumerate(passages):
         p.ordinal = i
+        p.text_kind = text_kind(p.text, p.section_path)
     return passages

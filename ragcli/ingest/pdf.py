@@ -21,6 +21,7 @@ from ragcli.types import Figure, Page, ParsedBook, Section
 
 # pymupdf is imported where a PDF is opened (it takes seconds): importing this module stays cheap.
 
+RUNNING_PAGES = 6  # a band line repeated on this many pages (fewer in a short book) is a running line
 BAND = 0.08  # top/bottom fraction of the page where running headers and footers live
 CAPTION_RE = re.compile(
     r"^\s*(?P<word>Figure|FIGURE|Fig\.|FIG\.|Fig)\s*(?P<num>[A-Z]?\d+(?:[-.]\d+)*[a-z]?)\s*[.:\-–—]?\s*(?P<rest>.*)",
@@ -91,9 +92,17 @@ def open_pdf(path: Path, password: Optional[str] = None):
     return doc
 
 
+CELL_GAP = 2.5  # a blank wider than this many font sizes between two runs of one line parts table cells
+TABLE_HEADER_WORDS = 6
+
+
 def _read_lines(block: dict) -> list[Line]:
-    """Lines of a text block; spans on the same baseline are joined."""
+    """Lines of a text block; spans on the same baseline are joined. A table's header row (a short bold
+    line whose words stand in cells apart: "Step    Action") is dropped: it is neither a heading nor
+    text a reader needs in a passage, and the rows under it keep their own words."""
     out: list[Line] = []
+    cells = []  # per line in out: its runs stand apart like table cells
+    last_x1 = []
     for line in block.get("lines", []):
         spans = [s for s in line["spans"] if s["text"].strip()]
         if not spans:
@@ -102,14 +111,20 @@ def _read_lines(block: dict) -> list[Line]:
         bold = all((s["flags"] & 16) or "bold" in s["font"].lower() or "black" in s["font"].lower()
                    for s in spans)
         size = max(s["size"] for s in spans)
+        apart = any(b["bbox"][0] - a["bbox"][2] > CELL_GAP * size for a, b in zip(spans, spans[1:]))
         y0, y1 = line["bbox"][1], line["bbox"][3]
         if out and abs(out[-1].y0 - y0) < 2:  # same visual line, split into two pymupdf lines
             prev = out[-1]
             out[-1] = Line(prev.text + " " + text, prev.y0, max(prev.y1, y1), max(prev.size, size),
                            prev.bold and bold)
+            cells[-1] = cells[-1] or apart or spans[0]["bbox"][0] - last_x1[-1] > CELL_GAP * size
+            last_x1[-1] = spans[-1]["bbox"][2]
         else:
             out.append(Line(text, y0, y1, size, bold))
-    return out
+            cells.append(apart)
+            last_x1.append(spans[-1]["bbox"][2])
+    return [line for line, c in zip(out, cells)
+            if not (c and line.bold and len(line.text.split()) <= TABLE_HEADER_WORDS)]
 
 
 def read_pages(doc, on_page: Optional[Callable[[int], None]] = None, ocr_mode: str = "never",
@@ -174,7 +189,9 @@ def strip_running_lines(pages: list[RawPage]) -> dict[int, str]:
     for p in pages:
         keys = {_band_key(l.text) for b in p.blocks for l in b.lines if _in_band(l, p.height)}
         counts.update(keys)
-    threshold = max(3, int(0.3 * len(pages)))
+    # a line in the band on this many pages is furniture; a manual's footer names its chapter ("CERT
+    # UNIT 3: DISASTER PREPAREDNESS", "JANUARY 2011 3-13"), so it repeats on a chapter's pages only
+    threshold = max(3, min(int(0.3 * len(pages)), RUNNING_PAGES))
     repeated = {k for k, n in counts.items() if n >= threshold}
     # a running header goes with other text; a line that is the only text on most pages it is on
     # ("Line 7: aneurysm clip number 7." on each of 600 pages) is the book's content

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from ragcli.ingest.items import ITEM_RE
 from ragcli.types import Section
 
 MAX_LEVELS = 3
@@ -166,6 +167,10 @@ def _fill(pages, markers: list[Marker]) -> list[Section]:
                     _norm(current.path[-1]).startswith(_norm(line.text)[:20])
                 pos += 1
                 if not is_title:  # the heading itself is in the path
+                    if lines and ITEM_RE.match(line.text):  # a list item starts a paragraph of its own
+                        current.paragraphs.append((p.number, _unwrap(lines)))
+                        current.page_end = max(current.page_end, p.number)
+                        lines = []
                     lines.append(line.text)
             if lines:
                 current.paragraphs.append((p.number, _unwrap(lines)))

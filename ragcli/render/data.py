@@ -36,6 +36,7 @@ def hit_data(hit: Hit) -> dict:
         "section_path": hit.section_path, "section": hit.section_str,
         "page_label": hit.page_label, "page": hit.page_start, "page_end": hit.page_end,
         "figure_number": hit.figure_number, "ocr": hit.ocr or None, **file_data(hit),
+        "text_kind": hit.text_kind or None,
         "score": round(hit.score, 6),
         "lexical_score": None if hit.lexical_score is None else round(hit.lexical_score, 4),
         "lexical_rank": hit.lexical_rank,
@@ -120,7 +121,7 @@ def source_data(source) -> dict:
         "label": source.label, "kind": h.kind, "book_id": h.book_id, "book_title": h.book_title,
         "section_path": h.section_path, "page_label": h.page_label, "page": h.page_start,
         "page_end": h.page_end, "figure_number": h.figure_number, "ocr": h.ocr or None,
-        "passage_id": h.passage_id, **file_data(h), "score": round(h.score, 6),
+        "passage_id": h.passage_id, "text_kind": h.text_kind or None, **file_data(h), "score": round(h.score, 6),
         "relevance": None if source.relevance is None else round(source.relevance, 4), "text": h.text,
     }
 

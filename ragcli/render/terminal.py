@@ -66,6 +66,9 @@ def hit_header(h: Hit, width: int | None = None) -> str:
     if h.kind == "figure" and h.figure_number:
         head += f" · [magenta]Figure {_escape(h.figure_number)}[/]"
         plain += len(f" · Figure {h.figure_number}")
+    if h.text_kind and h.text_kind not in ("exposition", ""):  # a drill, an exam question, an index...
+        head += f" · [yellow]{_escape(h.text_kind)}[/]"
+        plain += len(f" · {h.text_kind}")
     section = h.section_str
     if section and width:
         section = section_tail(h.section_path, width - plain - 3)

@@ -29,7 +29,8 @@ RRF_K = 60
 # do not match): FM 4-25.11 lay hit@5 0.851 (no window) -> 0.920 (20); NFCorpus, where many documents
 # are relevant, prefers deep fusion (dev nDCG@10 0.3287 -> 0.3200), which `feedback` mode keeps.
 WINDOW = 20
-BY_MODE = "by-mode"  # `window` default: WINDOW, or deep fusion (None) in feedback mode
+BY_MODE = "by-mode"
+SKIP_READ = 3  # with skip_kinds, the fusion returns this many times k hits before the filter  # `window` default: WINDOW, or deep fusion (None) in feedback mode
 
 
 def check_mode(mode: str) -> str:
@@ -78,6 +79,11 @@ class SearchOptions:
     rerank_depth: int = 20
     # ask and summary: stop before searching when the query looks like another language than the books
     check_language: bool = False
+    # text kinds to leave out (ingest/kinds.py; ask and summary: kinds.NOT_EXPOSITION): the legs read
+    # SKIP_READ times k hits, those of these kinds are dropped; when nothing else is left the hits are
+    # kept as found and SearchResult.skipped_kinds_kept says so. Passages without a kind ('', ingested
+    # before kinds) are never left out.
+    skip_kinds: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_mode(self.mode)

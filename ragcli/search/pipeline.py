@@ -16,7 +16,7 @@ from typing import Callable, Optional, Sequence
 from ragcli import language
 from ragcli.errors import NotFoundError, UsageError
 from ragcli.search import expansion, feedback, legs
-from ragcli.search.options import MODES, SearchOptions, check_mode, mode_for  # noqa: F401 (the API)
+from ragcli.search.options import MODES, SKIP_READ, SearchOptions, check_mode, mode_for  # noqa: F401 (the API)
 from ragcli.search.rerank import CosineMix, Reranker, rerank
 from ragcli.search.rewrite import rewrite as model_rewrite
 from ragcli.store import corpus as store
@@ -61,10 +61,14 @@ def search(conn, embedder, query: str, opts: Optional[SearchOptions] = None, *, 
         extra.append(legs.Query(" ".join(first.words), opts.lexical_feedback_weight, ("lexical",)))
     queries = [legs.Query(query, vector=first.vector)] + extra
     deep = max(opts.k, opts.rerank_depth) if reranker is not None and opts.rerank_depth > 1 else 0
-    hits = legs.fused_hits(conn, embedder, queries, opts.legs, k=opts.k, depth=opts.depth,
+    k = opts.k * SKIP_READ if opts.skip_kinds else opts.k
+    hits = legs.fused_hits(conn, embedder, queries, opts.legs, k=k, depth=opts.depth,
                            book_ids=opts.book_ids, rrf_k=opts.rrf_k, window=opts.fusion_window, keep=deep)
     if first.pinned:
-        hits = _pinned(hits, first.pinned, opts.k)
+        hits = _pinned(hits, first.pinned, k)
+    kept = False
+    if opts.skip_kinds:
+        hits, kept = skip_kinds(hits, opts.skip_kinds, max(opts.k, deep))
     if opts.expands and opts.rerank_top > 1:
         hits = rerank(hits, CosineMix(conn, embedder, opts.rerank_dense, opts.rerank_terms), query, exp.terms,
                       opts.rerank_top)
@@ -73,7 +77,19 @@ def search(conn, embedder, query: str, opts: Optional[SearchOptions] = None, *, 
         t = time.perf_counter()
         hits = rerank(hits, reranker, query, exp.terms, deep)[:opts.k]
         timings["rerank"] = time.perf_counter() - t
-    return SearchResult(query, opts.mode, hits, exp, timings)
+    return SearchResult(query, opts.mode, hits, exp, timings, skipped_kinds_kept=kept)
+
+
+def skip_kinds(hits: list[Hit], kinds: Sequence[str], n: int) -> tuple[list[Hit], bool]:
+    """The first n hits whose text kind is not one of `kinds`, ranks renumbered; when every hit is of
+    those kinds, the first n as they are and True (the caller says that only such text was found)."""
+    kept = [h for h in hits if h.text_kind not in kinds]
+    if not kept:
+        return hits[:n], bool(hits)
+    kept = kept[:n]
+    for rank, hit in enumerate(kept, 1):
+        hit.rank = rank
+    return kept, False
 
 
 def _expand(conn, embedder, query: str, opts: SearchOptions, model,

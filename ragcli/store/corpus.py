@@ -172,9 +172,9 @@ def insert_passages(conn, book_id: str, passages: list[Passage], text_hashes: li
     for p, th, eh in zip(passages, text_hashes, embed_hashes):
         cur = conn.execute(
             "INSERT INTO passages(book_id, ordinal, kind, figure_number, section_path, heading, page_start,"
-            " page_end, text, text_hash, embed_hash, ocr) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            " page_end, text, text_hash, embed_hash, ocr, text_kind) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (book_id, p.ordinal, p.kind, p.figure_number, json.dumps(p.section_path),
-             " › ".join(p.section_path), p.page_start, p.page_end, p.text, th, eh, p.ocr))
+             " › ".join(p.section_path), p.page_start, p.page_end, p.text, th, eh, p.ocr, p.text_kind))
         rowids.append(cur.lastrowid)
     if rowids:
         matrix = np.frombuffer(b"".join(vectors[:len(rowids)]), dtype=np.float32).reshape(len(rowids), -1)
@@ -226,16 +226,34 @@ def fetch_hits(conn, ids: Sequence[int]) -> dict[int, Hit]:
     rows = select_in(conn,
         "SELECT p.id, p.kind, p.book_id, b.title, p.section_path, p.page_start, p.page_end,"
         " COALESCE(pg.label, CAST(p.page_start AS TEXT)), p.text, p.figure_number, p.text_hash, p.ocr,"
-        f" {BOOK_FILE}"
+        f" {BOOK_FILE}, p.text_kind"
         " FROM passages p JOIN books b ON b.id = p.book_id"
         " LEFT JOIN pages pg ON pg.book_id = p.book_id AND pg.number = p.page_start"
         " WHERE p.id IN {in}", ids)
     return {
         r[0]: Hit(passage_id=r[0], kind=r[1], book_id=r[2], book_title=r[3], section_path=json.loads(r[4]),
                   page_start=r[5], page_end=r[6], page_label=r[7], text=r[8], figure_number=r[9],
-                  text_hash=r[10], ocr=r[11], path=r[12])
+                  text_hash=r[10], ocr=r[11], path=r[12], text_kind=r[13])
         for r in rows
     }
+
+
+def neighbours(conn, passage_id: int) -> tuple[Optional[int], Optional[int]]:
+    """The ids of the passages just before and just after one passage in reading order (`ordinal`)
+    within its book and section (same section path), None where the section begins or ends. Figure
+    captions are passages too: a neighbour may be one."""
+    row = conn.execute("SELECT book_id, ordinal, section_path FROM passages WHERE id = ?", (passage_id,)).fetchone()
+    if row is None:
+        return None, None
+    book_id, ordinal, path = row
+    prev = conn.execute(
+        "SELECT id, section_path FROM passages WHERE book_id = ? AND ordinal < ? ORDER BY ordinal DESC LIMIT 1",
+        (book_id, ordinal)).fetchone()
+    nxt = conn.execute(
+        "SELECT id, section_path FROM passages WHERE book_id = ? AND ordinal > ? ORDER BY ordinal LIMIT 1",
+        (book_id, ordinal)).fetchone()
+    return (prev[0] if prev and prev[1] == path else None), (nxt[0] if nxt and nxt[1] == path else None)
+
 
 
 def terms_by_ids(conn, ids: Sequence[int]) -> dict[int, tuple[str, str, float, str]]:

@@ -286,3 +286,12 @@ def m008_conversations(conn) -> None:
             PRIMARY KEY (turn_id, label)
         )""")
     conn.execute("CREATE INDEX turn_sources_book_hash ON turn_sources(book_id, text_hash)")
+
+
+@step
+def m009_text_kind(conn) -> None:
+    """Issue 34: each passage's kind of text (exposition | question | exercise | scenario | contents |
+    index | glossary_ref; ingest/kinds.py), so ask and summary can leave drills, exams and lists of pages
+    out of the prompt. Passages ingested before this step get '' (not classified): every filter reads
+    them as exposition until the book is ingested again."""
+    conn.execute("ALTER TABLE passages ADD COLUMN text_kind TEXT NOT NULL DEFAULT ''")
