@@ -9,8 +9,8 @@ The rule is by form and by the kind of section, never by one book's words:
 - contents: dot leaders or a run of titles each followed by a page number;
 - index: entries followed by page numbers ("Tourniquet, 2-20, 2-25"), or an "Index" section;
 - glossary cross-references: entries that only send the reader elsewhere ("Splint. See Immobilize.");
-- question: multiple-choice options (a. b. c. / A) B) C)), a run of questions, or a review/exam/quiz
-  section;
+- question: short multiple-choice options (a. b. c. / A) B) C)) after a question or a blank, numbered
+  questions, or a review/exam/quiz section;
 - exercise: an exercise/activity/drill/practice section, or a passage that opens as one;
 - scenario: a scenario/case-study section, or a passage that opens as one.
 Anything else is exposition. A rule that matches only on the section kind needs the passage not to
@@ -45,15 +45,17 @@ _SECTION_KIND = [
                           r"knowledge check|check your (?:knowledge|understanding)|test your knowledge|"
                           r"study questions|answer key)\b|^(?:exam|examination|test|questions)\s*\d*$", re.I)),
     (EXERCISE, re.compile(r"^(?:practical |tabletop |class |unit |module )?(?:exercises?|activit(?:y|ies)|drills?|"
-                          r"worksheets?)(?:\s*\d+|\s*[:.\-–]|$)|\b(?:exercise|activity|drill)\s*\d*$", re.I)),
-    (SCENARIO, re.compile(r"^(?:scenarios?|case stud(?:y|ies)|vignettes?)(?:\s*\d+|\s*[:.\-–]|$)|\b(?:scenario|case study)\s*\d*$", re.I)),
+                          r"worksheets?)(?:\s*\d+|\s*[:.\-–]|$)|\b(?:tabletop|practical) exercise\b", re.I)),
+    (SCENARIO, re.compile(r"^(?:scenarios?|case stud(?:y|ies)|vignettes?)(?:\s*\d+|\s*[:.\-–]|$)", re.I)),
 ]
 
 # "3-1.", "Unit 3:", "Chapter 2 -", "Section II." before a title
 _NUMBERING = re.compile(r"^(?:(?:chapter|unit|module|lesson|section|appendix|part)\s+[\dIVXA-Z]{1,4}\s*[:.\-–]?\s*|"
                         r"[\dA-Z]{1,3}(?:[-.]\d{1,3})*[.):]?\s+)", re.I)
 _MC_OPTION = re.compile(r"(?:^|\s)\(?([a-dA-D])[.)]\s+\S")
-_QUESTION_NUM = re.compile(r"(?:^|\s)\d{1,3}[.)]\s+[^?]{3,200}\?")
+_QUESTION_NUM = re.compile(r"(?:^|\s)\d{1,3}[.)]\s+[^?.!]{3,200}\?")
+_ASKS = re.compile(r"\?|_{3,}")
+MC_OPTION_WORDS = 15  # a multiple-choice option is a phrase; a lettered procedure's step is longer
 _DOT_LEADER = re.compile(r"(?:\.\s?){4,}\s*[A-Za-z]?-?\d{1,4}(?:-\d{1,4})?\b")
 _PAGE_REF = re.compile(r"\b[A-Z]?-?\d{1,4}(?:-\d{1,4})?\b")
 _INDEX_ENTRY = re.compile(r"[A-Za-z)][,:]?\s+[A-Z]?\d{1,4}(?:-\d{1,4})?(?:\s*,\s*[A-Z]?\d{1,4}(?:-\d{1,4})?)+")
@@ -67,6 +69,8 @@ _OPENS_AS = [
 def section_kind(section_path: Sequence[str]) -> str:
     """The kind a section's titles name (innermost first), EXPOSITION when none does."""
     for title in reversed(list(section_path)):
+        if "," in title:  # a chapter naming several parts ("Course Review, Final Exam, and ...") is none
+            continue
         t = _NUMBERING.sub("", title.strip()) or title.strip()
         for kind, rx in _SECTION_KIND:
             if rx.search(t):
@@ -75,15 +79,23 @@ def section_kind(section_path: Sequence[str]) -> str:
 
 
 def _mc_options(text: str) -> bool:
-    """Options a. b. c. (or A) B) C)) in order, at least three, in one passage."""
-    letters = [m.group(1).lower() for m in _MC_OPTION.finditer(text)]
-    run = best = 0
-    prev = ""
-    for letter in letters:
-        run = run + 1 if prev and ord(letter) == ord(prev) + 1 else (1 if letter == "a" else 0)
-        best = max(best, run)
-        prev = letter
-    return best >= 3
+    """Options a. b. c. (or A) B) C)) in order, at least three, short (a lettered procedure's steps are
+    sentences), after a question mark or a blank to fill."""
+    marks = list(_MC_OPTION.finditer(text))
+    for i, m in enumerate(marks):
+        if m.group(1).lower() != "a" or not _ASKS.search(text[max(0, m.start() - 400):m.start() + 1]):
+            continue
+        run = [m]
+        for nxt in marks[i + 1:]:
+            if ord(nxt.group(1).lower()) != ord(run[-1].group(1).lower()) + 1:
+                break
+            run.append(nxt)
+        if len(run) >= 3:
+            ends = [o.start() for o in run[1:]] + [min(len(text), run[-1].end() + 120)]
+            lengths = [len(text[o.end():e].split()) for o, e in zip(run, ends)]
+            if sum(lengths[:-1]) / max(1, len(lengths) - 1) <= MC_OPTION_WORDS:
+                return True
+    return False
 
 
 def text_kind(text: str, section_path: Sequence[str] = ()) -> str:
@@ -103,7 +115,7 @@ def text_kind(text: str, section_path: Sequence[str] = ()) -> str:
         return GLOSSARY_REF
     if _mc_options(text):
         return QUESTION
-    if len(_QUESTION_NUM.findall(text)) >= 2 or (text.count("?") >= 3 and text.count("?") * 25 >= n):
+    if len(_QUESTION_NUM.findall(text)) >= 2:
         return QUESTION
     for kind, rx in _OPENS_AS:
         if rx.match(text):
