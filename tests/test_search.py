@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 HIT_FIELDS = {"rank", "kind", "passage_id", "book_id", "book_title", "section_path", "section", "page_label",
-              "page", "page_end", "figure_number", "ocr", "file", "file_url", "file_status", "score", "lexical_score",
+              "page", "page_end", "figure_number", "ocr", "text_kind", "file", "file_url", "file_status", "score", "lexical_score",
               "lexical_rank", "dense_score", "dense_rank", "text"}
 
 

@@ -293,5 +293,7 @@ def m009_text_kind(conn) -> None:
     """Issue 34: each passage's kind of text (exposition | question | exercise | scenario | contents |
     index | glossary_ref; ingest/kinds.py), so ask and summary can leave drills, exams and lists of pages
     out of the prompt. Passages ingested before this step get '' (not classified): every filter reads
-    them as exposition until the book is ingested again."""
+    them as exposition until the book is ingested again. The (book, ordinal) index serves a passage's
+    neighbours in reading order (store.corpus.neighbours)."""
     conn.execute("ALTER TABLE passages ADD COLUMN text_kind TEXT NOT NULL DEFAULT ''")
+    conn.execute("CREATE INDEX IF NOT EXISTS passages_book_ordinal ON passages(book_id, ordinal)")
