@@ -2,8 +2,8 @@
 sections.
 
 A section's paragraphs are read as atoms: a sentence of running prose, or a list (numbered or
-lettered steps, bullets, "Step 1"...) together with its lead-in (the sentence before it, usually
-ending in a colon). Atoms are packed into passages of at most `max_words` words; a list is never cut
+lettered steps, bullets, "Step 1"...) together with its lead-in (the sentence before it, ending in
+a colon or a dash). Atoms are packed into passages of at most `max_words` words; a list is never cut
 unless it alone is longer than a passage: then each part starts with the list's lead-in and holds
 whole items, with their own numbers. Prose passages overlap by about `overlap` words of whole
 sentences; a passage never starts with the tail of a list.
@@ -59,6 +59,13 @@ def _pieces(page: int, text: str, max_words: int) -> list[_Atom]:
     return atoms
 
 
+def _leads_in(paragraph: str) -> bool:
+    """A lead-in announces what follows: its last sentence ends in a colon or a dash ("do the
+    following:", "such as—"). A warning box or a paragraph of its own before a list is prose: it packs
+    as sentences, the list stays whole after it."""
+    return paragraph.rstrip().endswith((":", "—", "–", "-", "--"))
+
+
 def is_item(paragraph: str) -> bool:
     return bool(ITEM_RE.match(paragraph))
 
@@ -74,7 +81,7 @@ def _atoms(section: Section, max_words: int) -> list[_Atom]:
         page, text = paras[i]
         if not is_item(text):
             nxt = paras[i + 1][1] if i + 1 < len(paras) else ""
-            if nxt and is_item(nxt):  # this paragraph leads into a list
+            if nxt and is_item(nxt) and _leads_in(text):  # this paragraph leads into a list
                 sentences = chunk_sentences(text)
                 lead = sentences[-1] if len(text.split()) > LEAD_IN_WORDS else text
                 if lead is not text:
