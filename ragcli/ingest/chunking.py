@@ -2,8 +2,8 @@
 sections.
 
 A section's paragraphs are read as atoms: a sentence of running prose, or a list (numbered or
-lettered steps, bullets, "Step 1"...) together with its lead-in (the sentence before it, ending in
-a colon or a dash). Atoms are packed into passages of at most `max_words` words; a list is never cut
+lettered steps, bullets, "Step 1"...) together with its lead-in (the sentence before it, usually
+ending in a colon or a dash; a warning box before a list is no lead-in). Atoms are packed into passages of at most `max_words` words; a list is never cut
 unless it alone is longer than a passage: then each part starts with the list's lead-in and holds
 whole items, with their own numbers. Prose passages overlap by about `overlap` words of whole
 sentences; a passage never starts with the tail of a list.
@@ -26,6 +26,7 @@ from ragcli.types import Figure, Passage, Section
 MAX_WORDS = 120
 OVERLAP_WORDS = 25
 MIN_WORDS = 8
+BOX_RE = re.compile(r"^\s*(?:NOTE|NOTES|WARNING|CAUTION|DANGER)\b")
 LEAD_IN_WORDS = 40  # a lead-in longer than this is prose, not a list's heading: its last sentence leads
 
 
@@ -60,10 +61,9 @@ def _pieces(page: int, text: str, max_words: int) -> list[_Atom]:
 
 
 def _leads_in(paragraph: str) -> bool:
-    """A lead-in announces what follows: its last sentence ends in a colon or a dash ("do the
-    following:", "such as—"). A warning box or a paragraph of its own before a list is prose: it packs
-    as sentences, the list stays whole after it."""
-    return paragraph.rstrip().endswith((":", "—", "–", "-", "--"))
+    """The paragraph before a list leads into it (its last sentence, when it is long), unless it is a
+    warning box of its own ("NOTE ...", "WARNING ...", "CAUTION ..."): that packs as prose."""
+    return not BOX_RE.match(paragraph)
 
 
 def is_item(paragraph: str) -> bool:
