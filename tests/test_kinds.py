@@ -21,6 +21,9 @@ EXPOSITION = [
     ("Regular exercise and enough water keep soldiers fit for long foot marches.", ["Exercise and hydration"]),
     ("What causes shock? Loss of blood lowers the volume the heart can pump, and the organs starve.",
      ["Shock"]),
+    ("Exercise-induced oxidative stress is part of the benefit of regular training.",
+     ["Exercise-induced lipid peroxidation: implications for DNA damage"]),
+    ("Cancer incidence increases with age.", ["Can exercise-related improvements in immunity influence cancer?"]),
 ]
 NOT_EXPOSITION = [
     ("Which of the following is a sign of shock? a. Warm, dry skin b. Rapid, weak pulse c. Slow breathing "

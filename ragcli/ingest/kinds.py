@@ -45,13 +45,14 @@ _SECTION_KIND = [
                           r"knowledge check|check your (?:knowledge|understanding)|test your knowledge|"
                           r"study questions|answer key)\b|^(?:exam|examination|test|questions)\s*\d*$", re.I)),
     (EXERCISE, re.compile(r"^(?:practical |tabletop |class |unit |module )?(?:exercises?|activit(?:y|ies)|drills?|"
-                          r"worksheets?)(?:\s*\d+|\s*[:.\-–]|$)|\b(?:tabletop|practical) exercise\b", re.I)),
-    (SCENARIO, re.compile(r"^(?:scenarios?|case stud(?:y|ies)|vignettes?)(?:\s*\d+|\s*[:.\-–]|$)", re.I)),
+                          r"worksheets?)(?:\s*\d+\b|\s*:|\.|\s+[-–—]\s|$)|\b(?:tabletop|practical) exercise\b", re.I)),
+    (SCENARIO, re.compile(r"^(?:scenarios?|case stud(?:y|ies)|vignettes?)(?:\s*\d+\b|\s*:|\.|\s+[-–—]\s|$)", re.I)),
 ]
 
 # "3-1.", "Unit 3:", "Chapter 2 -", "Section II." before a title
-_NUMBERING = re.compile(r"^(?:(?:chapter|unit|module|lesson|section|appendix|part)\s+[\dIVXA-Z]{1,4}\s*[:.\-–]?\s*|"
-                        r"[\dA-Z]{1,3}(?:[-.]\d{1,3})*[.):]?\s+)", re.I)
+_NUMBERING = re.compile(r"^(?:(?:[Cc]hapter|[Uu]nit|[Mm]odule|[Ll]esson|[Ss]ection|[Aa]ppendix|[Pp]art|CHAPTER|UNIT|"
+                        r"MODULE|LESSON|SECTION|APPENDIX|PART)\s+[\dIVXA-Z]{1,4}\s*[:.\-–]?\s*|"
+                        r"(?:\d{1,3}(?:[-.]\d{1,3})*|[A-Z](?:-\d{1,3})*|[IVX]{1,4})[.):]?\s+)")
 _MC_OPTION = re.compile(r"(?:^|\s)\(?([a-dA-D])[.)]\s+\S")
 _QUESTION_NUM = re.compile(r"(?:^|\s)\d{1,3}[.)]\s+[^?.!]{3,200}\?")
 _ASKS = re.compile(r"\?|_{3,}")
@@ -61,8 +62,8 @@ _PAGE_REF = re.compile(r"\b[A-Z]?-?\d{1,4}(?:-\d{1,4})?\b")
 _INDEX_ENTRY = re.compile(r"[A-Za-z)][,:]?\s+[A-Z]?\d{1,4}(?:-\d{1,4})?(?:\s*,\s*[A-Z]?\d{1,4}(?:-\d{1,4})?)+")
 _SEE = re.compile(r"\b[Ss]ee(?: also)?\s+[A-Z]")
 _OPENS_AS = [
-    (SCENARIO, re.compile(r"^\s*(?:scenario|case study|case)\s*\d*\s*[:.\-–]", re.I)),
-    (EXERCISE, re.compile(r"^\s*(?:exercise|activity|drill|practice)\s*\d*\s*[:.\-–]", re.I)),
+    (SCENARIO, re.compile(r"^\s*(?:scenario|case study|case)\s*\d*\s*(?::|\.\s|\s[-–—]\s)", re.I)),
+    (EXERCISE, re.compile(r"^\s*(?:exercise|activity|drill|practice)\s*\d*\s*(?::|\.\s|\s[-–—]\s)", re.I)),
 ]
 
 
