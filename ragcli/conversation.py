@@ -438,7 +438,7 @@ def ask_turn(conn, embedder, question: str, model=None, opts=None, conversation=
     turn = Turn(conversation_id=0 if conversation is None else conversation.id, number=0, question=question,
                 standalone=made.question, rewritten=made.rewritten,
                 rewrite={"reason": made.reason, "method": made.method, "seconds": round(made.seconds, 4)},
-                answer=answer.answer, status=answer.status, sources=saved_sources(answer), model=answer.model,
+                answer=answer.relabelled or answer.answer, status=answer.status, sources=saved_sources(answer), model=answer.model,
                 notice=answer.notice, expanded_query=answer.expanded_query, claims=list(answer.claims),
                 removed_citations=list(answer.removed_citations),
                 timings={k: (round(v, 4) if isinstance(v, float) else v) for k, v in timings.items()},
