@@ -164,9 +164,29 @@ def subject_weights(question: str, in_books: Callable[[str], bool], embedder) ->
     if not words:
         return []
     without = [re.sub(rf"\b{re.escape(w)}\b", " ", question, flags=re.I) for w in words]
-    vecs = np.asarray(embedder.embed([question] + without), dtype=float)
+    heads = {w: h for w in words if (h := compound_head(w, in_books))}
+    headed = [re.sub(rf"\b{re.escape(w)}\b", heads[w], question, flags=re.I) for w in heads]
+    vecs = np.asarray(embedder.embed([question] + without + headed), dtype=float)
     vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-    return sorted((round(float(c), 3), w) for c, w in zip(vecs[1:] @ vecs[0], words))
+    cos = dict(zip(words, vecs[1:len(words) + 1] @ vecs[0]))
+    # a compound whose head the books use ("honeybee": bee) carries no more of the question than the
+    # question with the head in its place loses: a kind of what the books name, unless the head alone
+    # says something else ("sunburn" -> "burn" moves the question away)
+    for w, c in zip(heads, vecs[len(words) + 1:] @ vecs[0]):
+        cos[w] = max(cos[w], c)
+    return sorted((round(float(c), 3), w) for w, c in cos.items())
+
+
+def compound_head(word: str, in_books: Callable[[str], bool]) -> Optional[str]:
+    """The longest ending of a closed compound that the books use ("honeybee" -> "bee"), both parts
+    three letters or more, or None."""
+    plain = word.replace("-", "")
+    if not plain.isalpha():
+        return None
+    for i in range(3, len(plain) - 2):
+        if in_books(plain[i:]):
+            return plain[i:]
+    return None
 
 
 def translated(word: str, rewrite: Optional[str]) -> bool:
