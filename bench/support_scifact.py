@@ -13,6 +13,9 @@ beside the plain baseline (max claim/sentence cosine) measured in the same run.
 evidence abstract) on which `support.misplaced_numbers` fires: the pairs the rule can move from
 `supported` to `weak` (it never raises a level), so the full run's change is bounded by these counts.
 
+`--no-hardneg` scores only the SUPPORT and CONTRADICT claims with their evidence abstracts (no
+hard negatives, so no corpus embedding) and prints the levels.
+
 `--fit` refits the logistic regression on the chosen split and prints constants to paste into
 ragcli/support.py (do that on train only).
 
@@ -287,6 +290,22 @@ def render(split: str, n: int, ev: dict, seconds: float, n_pairs: int) -> str:
     return "\n".join(lines)
 
 
+def levels_without_hardneg(data: Path, split: str, n: int, cache: Path) -> int:
+    from ragcli.models.embed import get_embedder
+
+    docs = load_corpus(data)
+    claims = load_claims(data, split)
+    pairs = [Pair(c["id"], c["claim"], c["doc"], kind) for label, kind in (("SUPPORT", "support"),
+                                                                           ("CONTRADICT", "contradict"))
+             for c in [c for c in claims if c["label"] == label and c["doc"] in docs][:n]]
+    runtime = get_embedder()
+    res = score_pairs(pairs, docs, CachedEmbedder(runtime, cache / getattr(runtime, "backend", "st")))
+    for kind in ("support", "contradict"):
+        levels = [r.level for p, r in zip(pairs, res) if p.kind == kind]
+        print(f"{kind}: {len(levels)} pairs, " + ", ".join(f"{lv} {levels.count(lv)}" for lv in support.LEVELS))
+    return 0
+
+
 def count_misplaced(data: Path, split: str, n: int) -> int:
     docs = load_corpus(data)
     claims = load_claims(data, split)
@@ -312,9 +331,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="JSON results (default: print only + cache dir)")
     ap.add_argument("--fit", action="store_true", help="refit coefficients (train only) and print them")
     ap.add_argument("--misplaced", action="store_true", help="count the pairs the misplaced-number rule fires on")
+    ap.add_argument("--no-hardneg", action="store_true",
+                    help="levels of the SUPPORT and CONTRADICT pairs only (no corpus embedding: minutes less)")
     args = ap.parse_args(argv)
     if args.misplaced:
         return count_misplaced(args.data, args.split, args.n)
+    if args.no_hardneg:
+        return levels_without_hardneg(args.data, args.split, args.n, args.cache)
 
     from ragcli.models.embed import get_embedder
 
