@@ -3,7 +3,10 @@ lay word for what they do name ("a deep gash")? For every question word no page 
 the cosine of the question without the word to the question with it (MiniLM): under
 `refusal.SUBJECT_COSINE` the word carries much of the question, and ask answers `no_context`.
 
-    python bench/missing_subject.py --db fm.db [--answers bench/fm4-25-11-answers.jsonl]
+    python bench/missing_subject.py --db fm.db [--answers bench/fm4-25-11-answers.jsonl] [--type lay]
+
+`--answers` takes any question set of bench/ (a row without `answerable` is answerable: the FM
+question set bench/fm4-25-11-questions.jsonl); `--type lay` keeps its rows of that `type`.
 
 Prints the answer set's questions that have such words, then 24 questions written after the
 threshold was chosen (12 the manual answers in lay words, 12 it does not answer), and how many of each
@@ -45,11 +48,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", required=True)
     ap.add_argument("--answers", default="bench/fm4-25-11-answers.jsonl")
+    ap.add_argument("--type", default=None, help="keep only the rows of this `type` (FM: lay, exact)")
     args = ap.parse_args()
     conn, embedder = db.connect(args.db), get_embedder()
     in_books = lambda w: corpus.term_in_corpus(conn, w)  # noqa: E731
-    rows = [json.loads(line) for line in open(args.answers)]
-    sets = {"answer set": [(r["question"], r["answerable"]) for r in rows],
+    rows = [json.loads(line) for line in open(args.answers) if line.strip()]
+    rows = [r for r in rows if args.type is None or r.get("type") == args.type]
+    sets = {"answer set": [(r["question"], r.get("answerable", True)) for r in rows],
             "held out": [(q, True) for q in HELD_OUT_ANSWERABLE] + [(q, False) for q in HELD_OUT_UNANSWERABLE]}
     for name, questions in sets.items():
         caught = {True: 0, False: 0}

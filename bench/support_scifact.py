@@ -9,6 +9,13 @@ Measures ROC-AUC and precision/recall at the scorer's thresholds for
   (b) SUPPORT claim + evidence abstract       vs   CONTRADICT claim + its evidence abstract,
 beside the plain baseline (max claim/sentence cosine) measured in the same run.
 
+`--misplaced` only counts, without embedding anything, the SUPPORT and CONTRADICT claims (with their
+evidence abstract) on which `support.misplaced_numbers` fires: the pairs the rule can move from
+`supported` to `weak` (it never raises a level), so the full run's change is bounded by these counts.
+
+`--no-hardneg` scores only the SUPPORT and CONTRADICT claims with their evidence abstracts (no
+hard negatives, so no corpus embedding) and prints the levels.
+
 `--fit` refits the logistic regression on the chosen split and prints constants to paste into
 ragcli/support.py (do that on train only).
 
@@ -283,6 +290,38 @@ def render(split: str, n: int, ev: dict, seconds: float, n_pairs: int) -> str:
     return "\n".join(lines)
 
 
+def levels_without_hardneg(data: Path, split: str, n: int, cache: Path) -> int:
+    from ragcli.models.embed import get_embedder
+
+    docs = load_corpus(data)
+    claims = load_claims(data, split)
+    pairs = [Pair(c["id"], c["claim"], c["doc"], kind) for label, kind in (("SUPPORT", "support"),
+                                                                           ("CONTRADICT", "contradict"))
+             for c in [c for c in claims if c["label"] == label and c["doc"] in docs][:n]]
+    runtime = get_embedder()
+    res = score_pairs(pairs, docs, CachedEmbedder(runtime, cache / getattr(runtime, "backend", "st")))
+    for kind in ("support", "contradict"):
+        levels = [r.level for p, r in zip(pairs, res) if p.kind == kind]
+        print(f"{kind}: {len(levels)} pairs, " + ", ".join(f"{lv} {levels.count(lv)}" for lv in support.LEVELS))
+    return 0
+
+
+def count_misplaced(data: Path, split: str, n: int) -> int:
+    docs = load_corpus(data)
+    claims = load_claims(data, split)
+    for label in ("SUPPORT", "CONTRADICT"):
+        rows = [c for c in claims if c["label"] == label and c["doc"] in docs][:n]
+        with_numbers = [c for c in rows if support.numbers(c["claim"])]
+        text = {c["id"]: " ".join(docs[c["doc"]].sentences) for c in rows}
+        fired = [c for c in rows if support.misplaced_numbers(c["claim"], text[c["id"]])]
+        new = [c for c in fired if not support.missing_numbers(c["claim"], text[c["id"]])]
+        print(f"{label}: {len(rows)} claims, {len(with_numbers)} with a number, misplaced-number rule fires "
+              f"on {len(fired)}, {len(new)} of them with no number missing (the only ones it can change)")
+        for c in fired:
+            print(f"  {c['id']}: {c['claim'][:110]}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, required=True, help="the scifact folder (corpus.csv, claims_*.csv)")
@@ -291,7 +330,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "ragcli_scifact_cache")
     ap.add_argument("--out", type=Path, default=None, help="JSON results (default: print only + cache dir)")
     ap.add_argument("--fit", action="store_true", help="refit coefficients (train only) and print them")
+    ap.add_argument("--misplaced", action="store_true", help="count the pairs the misplaced-number rule fires on")
+    ap.add_argument("--no-hardneg", action="store_true",
+                    help="levels of the SUPPORT and CONTRADICT pairs only (no corpus embedding: minutes less)")
     args = ap.parse_args(argv)
+    if args.misplaced:
+        return count_misplaced(args.data, args.split, args.n)
+    if args.no_hardneg:
+        return levels_without_hardneg(args.data, args.split, args.n, args.cache)
 
     from ragcli.models.embed import get_embedder
 

@@ -210,6 +210,9 @@ class Answer:
     unbacked: Optional[str] = None  # why ragcli's checks made the model's answer no_answer, in words
     reason: Optional[str] = None  # answer/verdict.py's Reason code: why the status is not `answered`
     judge: Optional[dict] = None  # how the relevance judge ran: method, seconds, notice
+    # the answer with the label that backs each sentence where ragcli moved one (answer/claims.py
+    # backing_labels_text); None when no label moved. `answer` stays as the model wrote it (and streamed).
+    relabelled: Optional[str] = None
 
 
 @dataclass

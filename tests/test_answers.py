@@ -485,3 +485,57 @@ def test_the_answer_prompt_lists_the_best_passage_last_with_its_own_label():
     user = messages[-1]["content"]
     assert user.index("[S3]") < user.index("[S2]") < user.index("[S1]") < user.index("Question:")
     assert user.split("[S1]", 1)[1].split("\n", 2)[1].startswith(sources[0].hit.text[:40])  # S1 is still S1
+
+
+# ------------------------------------------------------------------------------ the reader's spelling
+def _fts(texts: list[str]):
+    """A real FTS5 index of `texts` as the corpus keeps it (porter unicode61), read by the store's own
+    `term_in_corpus`: does a word (or phrase) occur on some page?"""
+    import sqlite3
+
+    from ragcli.store import corpus
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE passages_fts USING fts5(text, heading, tokenize='porter unicode61')")
+    conn.executemany("INSERT INTO passages_fts(text, heading) VALUES (?, '')", [(t,) for t in texts])
+    return lambda w: corpus.term_in_corpus(conn, w)
+
+
+# our own sentences, spelled as FM 4-25.11 spells these subjects
+MANUAL = _fts(["Heatstroke is a medical emergency: cool the casualty at once.",
+               "Heat cramps are caused by a loss of salt.", "Every soldier carries a first-aid kit.",
+               "Control the hemorrhage with direct pressure.", "Swelling (edema) of the ankle."])
+SPLIT = _fts(["Heat stroke is a medical emergency.", "Give first aid to the casualty."])
+
+
+@pytest.mark.parametrize("in_books, word, question", [
+    (MANUAL, "stroke", "How do I treat heat stroke?"),  # the book joins the two words
+    (MANUAL, "stroke", "What is heat stroke?"),
+    (MANUAL, "heat-stroke", "What is heat-stroke?"),  # hyphenated by the reader
+    (SPLIT, "heatstroke", "What is heatstroke?"),  # the book splits what the reader joins
+    (MANUAL, "haemorrhage", "How do I stop a haemorrhage?"),  # the book's American spelling
+    (MANUAL, "oedema", "Is oedema of the ankle serious?"),
+])
+def test_a_subject_spelled_the_readers_way_is_named_in_the_books(in_books, word, question):
+    assert not in_books(word)  # the premise: the reader's spelling is not the book's
+    assert refusal.named_in_books(word, question, in_books)
+    assert word not in refusal.missing_terms(question, [], in_books)
+
+
+def test_a_hyphenated_word_is_named_where_the_book_writes_it_in_two():
+    # FTS5 reads "heat-stroke" as the phrase "heat stroke": found as it is
+    assert refusal.named_in_books("heat-stroke", "How do I cool someone with heat-stroke?", SPLIT)
+    assert refusal.named_in_books("first-aid", "What goes in a first-aid kit?", SPLIT)
+
+
+def test_a_subject_the_books_never_name_is_still_missing():
+    assert not refusal.named_in_books("stroke", "What do I do for a stroke?", MANUAL)
+    assert not refusal.named_in_books("migraine", "What do I do for a migraine?", MANUAL)
+    assert not refusal.named_in_books("shoes", "Should I take his shoes off?", _fts(["Remove the boots."]))
+    assert refusal.missing_terms("What do I do for a stroke?", [], MANUAL) == ["stroke"]
+
+
+def test_heat_stroke_is_not_a_missing_subject_where_the_book_says_heatstroke(embedder):
+    assert refusal.missing_subject("how do I treat heat stroke", MANUAL, embedder) is None
+    assert refusal.missing_subject("what is heat stroke", MANUAL, embedder) is None
+    assert refusal.missing_subject("What do I do for a migraine?", MANUAL, embedder) == "migraine"

@@ -331,10 +331,12 @@ def test_an_unlabelled_answer_from_memory_is_not_an_answer(conn, embedder):
     answer = ask.ask(conn, embedder, "what is a craniotomy?", model, ask.AskOptions(expand=False))
     assert answer.status == "no_answer" and answer.citations == [] and answer.claims == []
     assert answer.unbacked == refusal.NO_SOURCE and answer.notice.startswith("not answered: the answer cites no")
-    assert answer.sources and "Surgeons usually shave" in answer.answer  # JSON keeps what the model wrote
+    assert answer.sources and "Surgeons usually shave" in answer.answer  # the core keeps the draft
     from ragcli.render.data import answer_data
 
-    assert answer_data(answer)["unbacked"] == refusal.NO_SOURCE
+    out = answer_data(answer)
+    assert out["unbacked"] == refusal.NO_SOURCE
+    assert out["answer"] == "" and "Surgeons usually shave" in out["withheld_draft"]  # never the answer
 
 
 def test_extractive_answer_without_a_model(conn, embedder):

@@ -119,3 +119,96 @@ def test_a_note_is_said_once_per_run_and_a_different_note_starts_a_new_run():
                      "↳ the answer cites no passage here; ragcli found it in [S3]",
                      "↳ the answer cites no passage here; ragcli found it in [S4]",
                      "↳ the answer cites [S1], which does not back it; [S2] does"]
+
+
+# ------------------------------------------------------------------------------ the answer string's labels
+def _read_back(text: str) -> list[list[str]]:
+    """Each sentence's labels as grounding.score reads the text (a label covers the uncited sentences
+    of its run), without scoring."""
+    from ragcli.answer.claims import attach_citations, labels_lead, segment, split_claims
+
+    out = []
+    for paragraph in grounding._PARAGRAPH_BREAK.split(text):
+        claims = [Claim(t, labels) for t, labels in attach_citations(split_claims(paragraph))]
+        out += [c.citations for c in grounding._inherit_labels(claims, labels_first=labels_lead(segment(paragraph)))]
+    return out
+
+
+def test_the_json_answer_names_the_label_that_backs_each_sentence(embedder):
+    sources = _sources([320, 321, 126])  # only S2 says how tight the band should be
+    text = f"{BAND} [S1]. Thirst and restlessness are signs of shock [S3]."
+    answer = Answer("how tight should the band be for a snakebite?", None, text, "answered", ["S1", "S3"], [],
+                    sources)
+    grounding.assess(answer, embedder)
+    assert answer.claims[0].cited_as == ["S1"] and answer.claims[0].citations == ["S2"]  # the premise
+    out = data.answer_data(answer)
+    assert out["answer"] == f"{BAND} [S2]. Thirst and restlessness are signs of shock [S3]."
+    assert out["claims"][0]["cited_as"] == ["S1"]  # what the model wrote is kept there
+    assert out["withheld_draft"] is None
+    assert answer.answer == text  # the text as streamed and shown is the model's
+    assert _read_back(out["answer"]) == [c.citations for c in answer.claims]
+
+
+def test_an_answer_whose_labels_all_back_it_is_printed_as_written(embedder):
+    sources = _sources([320, 321, 126])
+    text = f"{BAND} [S2]. Thirst and restlessness are signs of shock [S3]."
+    answer = Answer("q", None, text, "answered", ["S2", "S3"], [], sources)
+    grounding.assess(answer, embedder)
+    assert answer.relabelled is None and data.answer_data(answer)["answer"] == text
+
+
+def _claim(text, citations, cited_as=()):
+    return Claim(text, list(citations), support="supported", cited_as=list(cited_as))
+
+
+def test_moved_labels_are_written_so_every_sentence_reads_back_its_backing_label():
+    from ragcli.answer.claims import backing_labels_text
+
+    cases = [  # (answer, claims as ragcli scored them, expected text)
+        ("Tie the band. Loosen it [S1].",  # the first sentence had inherited S1, ragcli found S2
+         [_claim("Tie the band.", ["S2"], ["S1"]), _claim("Loosen it.", ["S1"])],
+         "Tie the band [S2]. Loosen it [S1]."),
+        ("Tie the band. Check it. Loosen it [S1].",  # the run before a moved sentence keeps its S1
+         [_claim("Tie the band.", ["S1"]), _claim("Check it.", ["S2"], ["S1"]), _claim("Loosen it.", ["S1"])],
+         "Tie the band [S1]. Check it [S2]. Loosen it [S1]."),
+        ("Tie the band. Loosen it [S1].",  # the moved sentence's own label covered the one before it
+         [_claim("Tie the band.", ["S1"]), _claim("Loosen it.", ["S3"], ["S1"])],
+         "Tie the band [S1]. Loosen it [S3]."),
+        ("[S1] Tie the band. Loosen it.",  # labels first: the next sentence keeps S1
+         [_claim("Tie the band.", ["S2"], ["S1"]), _claim("Loosen it.", ["S1"])],
+         "[S2] Tie the band. [S1] Loosen it."),
+        ("1. Tie the band [S1].\n2. Check it [S1][S3].\n\nLoosen it [S3].",  # lists, two marks, paragraphs
+         [_claim("Tie the band.", ["S2"], ["S1"]), _claim("Check it.", ["S4"], ["S1", "S3"]),
+          _claim("Loosen it.", ["S3"])],
+         "1. Tie the band [S2].\n2. Check it [S4].\n\nLoosen it [S3]."),
+    ]
+    for text, claims, expected in cases:
+        got = backing_labels_text(text, claims)
+        assert got == expected, (text, got)
+        assert _read_back(got) == [c.citations for c in claims]
+
+
+def test_a_withheld_draft_is_never_the_json_answer(tmp_path):
+    """`no_answer`: `answer` is empty in ask's JSON (and so in serve's /ask, the OpenAI endpoint's
+    `ragcli` field and the MCP ask tool, which print the same object) and in a saved turn; the draft
+    is in `withheld_draft`."""
+    from ragcli.types import Turn
+
+    draft = "Take 100 mg of ibuprofen every 4 hours [S1]."
+    answer = Answer("what dose of ibuprofen?", None, draft, "no_answer", [], [], _sources([320]),
+                    notice="not answered: the passages do not mention ibuprofen")
+    out = data.answer_data(answer)
+    assert out["answer"] == "" and out["withheld_draft"] == draft
+    assert draft not in json.dumps({k: v for k, v in out.items() if k != "withheld_draft"})
+    turn = Turn(conversation_id=1, number=1, question="q", standalone="q", rewritten=False, rewrite={},
+                answer=draft, status="no_answer", sources=[], model=None, notice=answer.notice,
+                expanded_query=None, claims=[], removed_citations=[], timings={}, created_at="2026-01-01")
+    saved = data.turn_data(turn)
+    assert saved["answer"] == "" and saved["withheld_draft"] == draft
+    live = data.turn_data(turn, answer)
+    assert live["answer"] == "" and live["withheld_draft"] == draft
+    from ragcli.render.markdown import answer_markdown
+
+    assert "100 mg" not in answer_markdown(answer) and "100 mg" not in _shown(terminal.print_answer, answer)
+    shown = data.answer_data(Answer("q", None, "Apply pressure [S1].", "answered", ["S1"], [], _sources([320])))
+    assert shown["answer"] == "Apply pressure [S1]." and shown["withheld_draft"] is None

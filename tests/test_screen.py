@@ -230,7 +230,8 @@ UNBACKED = "Give 725 mg of aspirin every 3 hours after a craniotomy [S1]."
 def test_a_refused_answer_is_not_left_on_screen_above_the_verdict(corpus_db, tiny_gguf, tmp_path, cli):
     grammar = _forced(tmp_path, UNBACKED)  # a number no passage has: no_answer after it streamed
     data = json.loads(cli(*_ask(tiny_gguf, grammar, "--json")).stdout)
-    assert data["status"] == "no_answer" and "725 mg" in data["answer"]  # the premise
+    assert data["status"] == "no_answer" and "725 mg" in data["withheld_draft"]  # the premise
+    assert data["answer"] == ""  # the JSON, like the screen, gives no withheld draft as the answer
 
     screen = terminal.run(_ask(tiny_gguf, grammar), columns=80)
     assert screen.returncode == 0, screen.screen

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ragcli.answer.support import (
-    SupportResult, is_negated, missing_numbers, numbers, score_claim, score_claims,
+    SupportResult, is_negated, misplaced_numbers, missing_numbers, numbers, score_claim, score_claims,
 )
 from ragcli.text import sentences as split_sentences, truncation_stem
 
@@ -92,6 +92,53 @@ def test_a_negation_governs_its_own_clause(embedder):
     assert urged.negation_mismatch and urged.level != "supported"
     copied = score_claim(passage[1], passage, embedder)  # both clauses, as the passage has them
     assert not copied.negation_mismatch and copied.level == "supported"
+
+
+# Numbers stay with what they count: our own passages, each tying one number to one action or thing and
+# another number of the same unit to another (times, doses, ratios).
+TIMES = ["Give the casualty 2 tablets every 6 hours; have him drink a glass of water every 2 hours."]
+DOSES = ["Inject 10 mg of morphine into the thigh and give 500 mg of paracetamol by mouth."]
+RATIO = ["To make the cleaning solution, mix 1 part bleach with 10 parts water."]
+ROUNDS = ["Give 30 chest compressions, then give 2 rescue breaths.",
+          "Check the pulse for 10 seconds after every 5 cycles."]
+
+
+@pytest.mark.parametrize("passage, swapped, number", [
+    (TIMES, "Give the casualty 2 tablets every 2 hours.", (2.0, "h")),
+    (TIMES, "Have him drink a glass of water every 6 hours.", (6.0, "h")),
+    (DOSES, "Inject 500 mg of morphine into the thigh.", (500.0, "mg")),
+    (DOSES, "Give 10 mg of paracetamol by mouth.", (10.0, "mg")),
+    (RATIO, "Mix 10 parts bleach with 1 part water.", (10.0, None)),
+    (ROUNDS, "Give 2 chest compressions, then give 30 rescue breaths.", (2.0, None)),
+])
+def test_a_number_tied_to_another_action_is_not_supported(embedder, passage, swapped, number):
+    assert number in misplaced_numbers(swapped, " ".join(passage))
+    result = score_claim(swapped, passage, embedder)
+    assert result.number_mismatch and result.level != "supported"
+
+
+@pytest.mark.parametrize("passage, claim", [
+    (TIMES, "Give the casualty 2 tablets every 6 hours."),
+    (TIMES, "Have him drink a glass of water every 2 hours."),
+    (TIMES, "Every 2 hours, have him drink a glass of water."),  # reordered, still tied right
+    (DOSES, "Inject 10 mg of morphine into the thigh."),
+    (DOSES, "Give 500 mg of paracetamol by mouth."),
+    (RATIO, "Mix 1 part bleach with 10 parts water."),
+    (ROUNDS, "Give 30 chest compressions, then give 2 rescue breaths."),
+    (ROUNDS, "Check the pulse for 10 seconds after every 5 cycles."),
+])
+def test_a_number_tied_as_in_the_passage_stays_supported(embedder, passage, claim):
+    assert misplaced_numbers(claim, " ".join(passage)) == []
+    result = score_claim(claim, passage, embedder)
+    assert not result.number_mismatch and result.level == "supported", result
+
+
+def test_a_number_the_passage_ties_to_nothing_else_is_left_to_the_other_checks():
+    # one time span in the passage: a paraphrase of its action is no swap
+    assert misplaced_numbers("Take two pills every 6 hours.", "Give 2 tablets every 6 hours.") == []
+    # a number the passage lacks is missing_numbers' to report, not a misplaced one
+    assert misplaced_numbers("Give 2 tablets every 8 hours.", TIMES[0]) == []
+    assert (8.0, "h") in missing_numbers("Give 2 tablets every 8 hours.", TIMES[0])
 
 
 def test_score_claims_embeds_once_and_matches_score_claim(embedder):

@@ -14,7 +14,7 @@ from typing import Optional
 
 from ragcli.answer import support
 from ragcli.answer.citations import neutralise
-from ragcli.answer.claims import attach_citations, labels_lead, segment, split_claims
+from ragcli.answer.claims import attach_citations, backing_labels_text, labels_lead, segment, split_claims
 from ragcli.models import grammars
 from ragcli.text import sentences as split_sentences_plain
 from ragcli.system_prompt import ANSWER_PREFIX
@@ -137,6 +137,7 @@ def assess(answer: Answer, embedder, verify_model: Optional[object] = None) -> A
     cite_what_claims_cite(answer)
     if verify_model is not None and answer.status == "answered":
         verify(answer, verify_model, embedder)
+    answer.relabelled = backing_labels_text(answer.answer, answer.claims)
     return answer
 
 

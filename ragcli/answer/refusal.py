@@ -86,9 +86,58 @@ def missing_terms(question: str, sources, in_books: Optional[Callable[[str], boo
     present = _stems(sources)
     out: list[str] = []
     for w in content_words(question):
-        if light_stem(w) not in present and w not in out and len(w) > 3 and not (in_books and in_books(w)):
+        if light_stem(w) not in present and w not in out and len(w) > 3 and not (
+                in_books and named_in_books(w, question, in_books)):
             out.append(w)
     return out
+
+
+# ------------------------------------------------------------------------------ the book's spelling
+_WORD = re.compile(r"[a-z][a-z0-9'-]*")
+# British and American spellings, each pair read both ways: (pattern, replacement). A question in one
+# and a book in the other name the same thing ("haemorrhage", "hemorrhage"; "colour", "color").
+_VARIANTS = [
+    (r"(?<=[a-z])ae(?=[a-z]{2}|[a-rt-z])", "e"), (r"(?<=[a-z])oe(?=[a-z]{2}|[a-rt-z])", "e"),
+    (r"^oe(?=[a-z]{3})", "e"),
+    (r"^ae(?=[a-z]{3})", "e"), (r"our(?=s?$|ed$|ing$|ite$)", "or"), (r"(?<=[a-z]{3})is(?=e[sd]?$|ing$|ation)", "iz"),
+    (r"(?<=[a-z]{3})iz(?=e[sd]?$|ing$|ation)", "is"), (r"ys(?=e[sd]?$|ing$)", "yz"), (r"yz(?=e[sd]?$|ing$)", "ys"),
+    (r"(?<=[a-z]{2}[^aeiou])tre(?=s?$)", "ter"), (r"(?<=[a-z]{2}[^aeiou])ter(?=s?$)", "tre"),
+    (r"(?<=[aeiou])ll(?=ed$|ing$|er$)", "l"), (r"(?<=[aeiou])l(?=ed$|ing$|er$)", "ll"),
+    (r"ogue$", "og"), (r"(?<=[a-z]{3})ence$", "ense"), (r"(?<=[a-z]{3})ense$", "ence"),
+]
+
+
+def spellings(word: str, question: str = "") -> list[str]:
+    """Other ways a book may write `word` of `question`: joined with the word before or after it in the
+    question ("heat stroke" -> "heatstroke", "first aid" -> "firstaid"), split in two ("heatstroke"
+    -> the phrase "heat stroke", which FTS5 also matches in "heat-stroke"), without its hyphen
+    ("heat-stroke" -> "heatstroke"), and its British or American spelling ("haemorrhage" ->
+    "hemorrhage"). Each is looked up as a phrase of the books' text (`in_books`)."""
+    word = word.lower()
+    out: list[str] = []
+    if "-" in word:
+        out.append(word.replace("-", ""))
+    tokens = _WORD.findall(question.lower())
+    for i, tok in enumerate(tokens):
+        if tok != word:
+            continue
+        if i > 0 and len(tokens[i - 1]) > 2:
+            out.append(tokens[i - 1] + word)
+        if i + 1 < len(tokens) and len(tokens[i + 1]) > 2:
+            out.append(word + tokens[i + 1])
+    plain = word.replace("-", "")
+    if plain.isalpha():
+        out += [f"{plain[:i]} {plain[i:]}" for i in range(3, len(plain) - 2)]
+        for pattern, repl in _VARIANTS:
+            other = re.sub(pattern, repl, plain)
+            if other != plain:
+                out.append(other)
+    return list(dict.fromkeys(f for f in out if f != word))
+
+
+def named_in_books(word: str, question: str, in_books: Callable[[str], bool]) -> bool:
+    """Do the books use `word`, as the question spells it or as they spell it (`spellings`)?"""
+    return in_books(word) or any(in_books(f) for f in spellings(word, question))
 
 
 # A word of the question carries "much of what it asks" when the question without it has a cosine
@@ -111,13 +160,33 @@ def subject_weights(question: str, in_books: Callable[[str], bool], embedder) ->
     """(cosine of the question without the word to the question, word) for every word of the question
     no page of the books uses, lowest first: the lower, the more of the question the word carries."""
     words = [w for w in dict.fromkeys(content_words(question))
-             if len(w) > 3 and "'" not in w and "’" not in w and not in_books(w)]
+             if len(w) > 3 and "'" not in w and "’" not in w and not named_in_books(w, question, in_books)]
     if not words:
         return []
     without = [re.sub(rf"\b{re.escape(w)}\b", " ", question, flags=re.I) for w in words]
-    vecs = np.asarray(embedder.embed([question] + without), dtype=float)
+    heads = {w: h for w in words if (h := compound_head(w, in_books))}
+    headed = [re.sub(rf"\b{re.escape(w)}\b", heads[w], question, flags=re.I) for w in heads]
+    vecs = np.asarray(embedder.embed([question] + without + headed), dtype=float)
     vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-    return sorted((round(float(c), 3), w) for c, w in zip(vecs[1:] @ vecs[0], words))
+    cos = dict(zip(words, vecs[1:len(words) + 1] @ vecs[0]))
+    # a compound whose head the books use ("honeybee": bee) carries no more of the question than the
+    # question with the head in its place loses: a kind of what the books name, unless the head alone
+    # says something else ("sunburn" -> "burn" moves the question away)
+    for w, c in zip(heads, vecs[len(words) + 1:] @ vecs[0]):
+        cos[w] = max(cos[w], c)
+    return sorted((round(float(c), 3), w) for w, c in cos.items())
+
+
+def compound_head(word: str, in_books: Callable[[str], bool]) -> Optional[str]:
+    """The longest ending of a closed compound that the books use ("honeybee" -> "bee"), both parts
+    three letters or more, or None."""
+    plain = word.replace("-", "")
+    if not plain.isalpha():
+        return None
+    for i in range(3, len(plain) - 2):
+        if in_books(plain[i:]):
+            return plain[i:]
+    return None
 
 
 def translated(word: str, rewrite: Optional[str]) -> bool:

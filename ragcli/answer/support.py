@@ -4,8 +4,10 @@ No extra model: the already loaded sentence embedder (all-MiniLM-L6-v2) plus che
 the sentence level (content-word overlap on truncation stems, numbers with their units, negation),
 combined by a small logistic regression fitted on SciFact train (bench/support_scifact.py --fit).
 
-A claim whose number (dose, count, percentage, year) is not in the cited passage, or whose negation
-differs from that of the best sentence's clause it repeats, is never "supported". Figures:
+A claim whose number (dose, count, percentage, year) is not in the cited passage, or that the passage
+ties to other words than the claim does (`misplaced_numbers`: "every 2 hours" of the water given to the
+tablets), or whose negation differs from that of the best sentence's clause it repeats, is never
+"supported". Figures:
 docs/benchmarks.md (per-claim support).
 """
 from __future__ import annotations
@@ -36,7 +38,7 @@ class SupportResult:
     score: float  # calibrated probability that the passage supports the claim
     best_sentence: str
     best_index: int  # index into the passage's sentences, -1 when the passage is empty
-    number_mismatch: bool = False  # a number of the claim is missing from the passage
+    number_mismatch: bool = False  # a number of the claim is missing from the passage, or tied there to other words
     negation_mismatch: bool = False  # negated on one side only
     features: dict = field(default_factory=dict)
 
@@ -92,13 +94,18 @@ def numbers(text: str) -> list[tuple[float, Optional[str]]]:
 
     Digits inside identifiers (IL-6, CD4, 3T3, OCT3/4, B12) are names, not numbers.
     """
-    out: list[tuple[float, Optional[str]]] = []
-    words = text.split()
+    return [(v, u) for _, v, u, _ in _numbers_at(text.split())]
+
+
+def _numbers_at(words: list[str]) -> list[tuple[int, float, Optional[str], bool]]:
+    """(word index, value, unit, whether the unit is the next word) of each number of `words`."""
+    out: list[tuple[int, float, Optional[str], bool]] = []
     for i, raw in enumerate(words):
         word = raw.strip(".,;:()[]\"'")
         low = word.lower()
         if low in NUMBER_WORDS:
-            out.append((float(NUMBER_WORDS[low]), _unit(words[i + 1]) if i + 1 < len(words) else None))
+            unit = _unit(words[i + 1]) if i + 1 < len(words) else None
+            out.append((i, float(NUMBER_WORDS[low]), unit, unit is not None))
             continue
         found = _NUMBER.findall(word)
         if not found:
@@ -107,9 +114,88 @@ def numbers(text: str) -> list[tuple[float, Optional[str]]]:
         if letters and letters not in UNITS and letters.split("/")[0] not in UNITS:
             continue  # an identifier such as CD4 or COVID-19
         unit = ("%" if word.endswith("%") else UNITS.get(letters)) if letters or "%" in word else None
+        next_word = False
         if unit is None and i + 1 < len(words) and not word.endswith(("%", ",", ";")):
             unit = _unit(words[i + 1])
-        out.extend((float(n.replace(",", "")), unit) for n in found)
+            next_word = unit is not None
+        out.extend((i, float(n.replace(",", "")), unit, next_word) for n in found)
+    return out
+
+
+# ------------------------------------------------------------------------------ numbers in place
+# A number is read with the words around it, up to the next number or a break: a sentence end, a
+# semicolon, colon or comma, or a joining word ("give 2 tablets every 6 hours and drink a glass of water
+# every 2 hours": "every 2 hours" goes with the drink, not the tablets).
+_BREAK_WORD = frozenset("and then or but while whereas".split())
+_BREAK_END = (".", ";", ":", ",", "!", "?")
+NUMBER_MARGIN = 0.25  # another number's words must match the claim's by this much more than its own
+
+
+@dataclass
+class _Placed:
+    value: float
+    unit: Optional[str]
+    before: dict  # stems of the words before it (back to a break or the previous number) -> weight
+    after: dict  # ... and after it (up to a break or the next number)
+
+
+def _placed_numbers(text: str) -> list[_Placed]:
+    """Each number of `text` with the content words on either side of it, within its stretch."""
+    words = text.split()
+    found = _numbers_at(words)
+    if not found:
+        return []
+    breaks = {i for i, w in enumerate(words) if w.lower().strip(".,;:()[]\"'") in _BREAK_WORD}
+    ends = {i for i, w in enumerate(words) if w.rstrip(")]\"'").endswith(_BREAK_END)}
+    at = {i for i, *_ in found}
+    out: list[_Placed] = []
+    for i, value, unit, next_word in found:
+        lo = i - 1
+        while lo >= 0 and lo not in at and lo not in breaks and lo not in ends:
+            lo -= 1
+        start = i + (2 if next_word else 1)
+        hi = start
+        if i not in ends and not (next_word and i + 1 in ends):
+            while hi < len(words) and hi not in at and hi not in breaks:
+                hi += 1
+                if hi - 1 in ends:
+                    break
+        out.append(_Placed(value, unit, _anchor(words[lo + 1:i]), _anchor(words[start:hi])))
+    return out
+
+
+def _anchor(words: list[str]) -> dict:
+    return {t: term_weight(t) for t in content_terms(" ".join(words)) if t not in UNITS}
+
+
+def _fit(claim: _Placed, other: _Placed) -> float:
+    """How well a number of the passage sits among the claim's words around its number: the words on
+    the same side count fully, those on the other side (a reordered sentence) half."""
+    def share(a: dict, b: dict) -> float:
+        return _overlap(a, set(b)) if a else 0.0
+
+    return (share(claim.before, other.before) + share(claim.after, other.after)
+            + 0.5 * (share(claim.before, other.after) + share(claim.after, other.before)))
+
+
+def misplaced_numbers(claim: str, passage_text: str) -> list[tuple[float, Optional[str]]]:
+    """The claim's numbers that the passage ties to other words: the words around the number in the
+    claim sit, in the passage, around another number of the same unit, clearly better than around
+    this one ("give 2 tablets every 2 hours" from "give 2 tablets every 6 hours; drink a glass of
+    water every 2 hours": the passage's "every 2 hours" is the water's). A number the passage does not
+    have is `missing_numbers`' business; a claim whose words the passage ties to no number is left
+    alone (a paraphrase is no swap)."""
+    placed = _placed_numbers(passage_text)
+    out = []
+    for c in _placed_numbers(claim):
+        if c.unit is None and c.value in (0.0, 1.0) or not (c.before or c.after):
+            continue
+        kin = [p for p in placed if p.unit == c.unit]
+        own = [_fit(c, p) for p in kin if abs(p.value - c.value) < 1e-9] or \
+            [_fit(c, p) for p in placed if abs(p.value - c.value) < 1e-9]  # "6 tablets" where the passage has 6 hours
+        other = [_fit(c, p) for p in kin if abs(p.value - c.value) >= 1e-9]
+        if own and other and max(other) >= 0.5 and max(other) > max(own) + NUMBER_MARGIN:
+            out.append((c.value, c.unit))
     return out
 
 
@@ -198,6 +284,7 @@ def claim_features(claim: str, sentences: Sequence[str], claim_vec: np.ndarray,
         "lex_cover": _overlap(cterms, all_terms),
         "num_missing": len(missing) / len(nums) if nums else 0.0,
         "neg_mismatch": float(negation_mismatch(claim, sentences[best])),
+        "has_numbers": bool(nums),
     }
     return f, best
 
@@ -233,6 +320,8 @@ def score_claim(claim: str, passage_sentences: list[str], embedder=None, *,
     f, best = claim_features(claim, sentences, np.asarray(claim_vec), np.asarray(sent_vecs))
     score = _probability(f)
     num_bad, neg_bad = f["num_missing"] > 0, bool(f["neg_mismatch"])
+    if not num_bad and f.get("has_numbers"):
+        num_bad = bool(misplaced_numbers(claim, " ".join(sentences)))
     return SupportResult(level_for(score, num_bad, neg_bad), score, sentences[best], best,
                          number_mismatch=num_bad, negation_mismatch=neg_bad, features=f)
 

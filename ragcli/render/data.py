@@ -152,12 +152,31 @@ def found_citations(answer) -> list[str]:
     return [lab for lab in answer.citations if lab in found and lab not in written]
 
 
+# Statuses whose answer text ragcli withholds: the model's draft is not shown as an answer anywhere.
+WITHHELD = ("no_answer",)
+
+
+def shown_answer(answer) -> str:
+    """The answer text as ragcli gives it: empty for a withheld draft; else with the label that backs
+    each sentence where ragcli moved one (`relabelled`), the model's labels being kept in the claims'
+    `cited_as`."""
+    if answer.status in WITHHELD:
+        return ""
+    return getattr(answer, "relabelled", None) or answer.answer
+
+
+def withheld_draft(status: str, text: str):
+    """What the model wrote when ragcli withheld it (null otherwise): never under `answer`."""
+    return (text or "") if status in WITHHELD else None
+
+
 def answer_data(answer) -> dict:
     """`ask --json` (docs/json.md)."""
     return {
         "question": answer.question,
         "expanded_query": answer.expanded_query,
-        "answer": answer.answer,
+        "answer": shown_answer(answer),
+        "withheld_draft": withheld_draft(answer.status, answer.answer),
         "status": answer.status,
         "notice": answer.notice,
         "attempts": answer.attempts,
@@ -281,7 +300,8 @@ def turn_data(turn, answer=None) -> dict:
             "rewrite": dict(turn.rewrite)}
     if answer is not None:
         return {**head, **{k: v for k, v in answer_data(answer).items() if k != "question"}}
-    return {**head, "answer": turn.answer, "status": turn.status, "notice": turn.notice,
+    return {**head, "answer": "" if turn.status in WITHHELD else turn.answer,
+            "withheld_draft": withheld_draft(turn.status, turn.answer), "status": turn.status, "notice": turn.notice,
             "expanded_query": turn.expanded_query, "stale": turn.stale, "stale_sources": turn.stale_sources,
             "citations": [s.label for s in turn.sources if s.cited], "model": turn.model,
             "created_at": turn.created_at,

@@ -46,7 +46,8 @@ def answer_markdown(answer) -> str:
     lines = [f"# {answer.question.strip()}", ""]
     if answer.notice:
         lines += [f"> {answer.notice}", ""]
-    lines += [_footnoted(answer.answer) if answer.answer else "*No answer.*", ""]
+    shown = answer.answer if answer.status != "no_answer" else ""  # a withheld draft is not an answer
+    lines += [_footnoted(shown) if shown else "*No answer.*", ""]
     block = _warnings_block(answer.warnings)
     if answer.status == "unsupported" and not any(w.code == "unsupported" for w in answer.warnings):
         block.insert(0, "> **Warning:** no sentence of this answer cites a retrieved passage")
@@ -100,7 +101,8 @@ def conversation_markdown(conversation) -> str:
             lines += [f"> **Stale:** the books changed since; gone: {', '.join(t.stale_sources)}", ""]
         if t.notice:
             lines += [f"> {t.notice}", ""]
-        text = _LABEL.sub(lambda m, n=t.number: f"[^{n}-{m.group(1)}]", t.answer) if t.answer else "*No answer.*"
+        text = _LABEL.sub(lambda m, n=t.number: f"[^{n}-{m.group(1)}]", t.answer) \
+            if t.answer and t.status != "no_answer" else "*No answer.*"
         lines += [text, ""]
         if t.status == "extractive":
             lines += ["*Sentences quoted from the book (no model was used); they may not answer the question.*", ""]

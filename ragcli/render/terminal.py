@@ -525,7 +525,7 @@ def print_conversation(console, conversation) -> None:
                           highlight=False)
         if t.notice:
             console.print(f"[yellow]{_escape(t.notice)}[/]", highlight=False)
-        if t.answer:
+        if t.answer and t.status != "no_answer":  # a withheld draft is not shown (the notice says why)
             console.print(styled_answer(t.answer))
         cited = [s for s in t.sources if s.cited]
         for s in cited:
