@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from ragcli.answer import citations
+from ragcli.answer import context
 from ragcli.answer import extractive
 from ragcli.answer import grounding
 from ragcli.answer import health
@@ -22,6 +23,7 @@ from ragcli.models.embed import MemoEmbedder
 from ragcli.search.pipeline import SearchOptions, SearchResult, mode_for, no_context, other_language_notice, search
 from ragcli.store import calibration as calibrations
 from ragcli.store import corpus
+from ragcli.store import files
 from ragcli.types import Answer, Expansion, Source
 
 
@@ -58,6 +60,7 @@ class Run:
     result: SearchResult
     sources: list[Source]
     calibration: Optional[calibrations.Calibration]
+    blocks: list[Source]  # the context the answer reads (answer/context.py): the first of `sources`
     on_text: Optional[Callable[[str], None]] = None
     on_progress: Optional[Callable[[str, dict], None]] = None
     phase: Callable[..., None] = lambda *a, **k: None
@@ -94,7 +97,9 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     result = search(conn, embedder, question, search_opts, model=model, reranker=reranker,
                     on_expanded=on_expanded, on_phase=phase)
     cal = calibrations.for_corpus(conn)
-    run = Run(conn, embedder, question, model, opts, result, prompt.label_sources(result.hits), cal,
+    blocks, rest = context.build(result.hits, lambda h: _adjacent(conn, h),
+                                 getattr(model, "count_tokens", None))
+    run = Run(conn, embedder, question, model, opts, result, blocks + rest, cal, blocks,
               on_text, on_progress, phase, dict(result.timings))
     if cal is None:
         recorded = corpus.embedding_model(conn)
@@ -107,6 +112,12 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     if skipped:
         answer.verification = {"skipped": skipped}
     return answer
+
+
+def _adjacent(conn, hit):
+    """The passages just before and after `hit` in its book (context.build keeps those of its section)."""
+    before, after = files.neighbours(conn, hit)
+    return (before[-1] if before else None), (after[0] if after else None)
 
 
 # ------------------------------------------------------------------------------ before any answer
@@ -153,13 +164,13 @@ def _answer(run: Run) -> Answer:
     run.phase("prompt")
     first = prompt.instruction_for(run.question)
     budget = model.context_size - opts.max_tokens - ANSWER_TOKENS_RESERVE
-    laid = prompt.build(run.question, run.sources, model.count_tokens, budget, instruction=first)
+    laid = prompt.build(run.question, run.blocks, model.count_tokens, budget, instruction=first)
     usable = laid.sources
     if opts.judge:
         run.phase("judge")
         run.judged = relevance.judge(model, laid, run.question)
         run.timings["judge"] = run.judged.seconds
-        for s in run.sources:
+        for s in run.blocks:
             s.relevance = run.judged.scores.get(s.label)
         if run.judged.notice:
             run.notices.append(run.judged.notice)
@@ -168,7 +179,7 @@ def _answer(run: Run) -> Answer:
             if not usable:
                 return _unanswered(run, verdicts.before_answer(Reason.NOT_RELEVANT))
     only = {s.label for s in usable} if len(usable) < len(laid.sources) else None
-    answer, _ = _attempt(run, run.sources, first, only)
+    answer, _ = _attempt(run, run.blocks, first, only)
     return answer
 
 

@@ -171,7 +171,8 @@ def reference_maps(sources: list[Source]) -> tuple[dict, dict, dict, set]:
     figures: dict[str, list[str]] = {}
     for s in sources:
         h = s.hit
-        pages.setdefault(h.page_label, []).append(s.label)
+        for label in dict.fromkeys([h.page_label, *(m.page_label for m in s.passages)]):
+            pages.setdefault(label, []).append(s.label)  # every page of a block names it
         if h.section_path:
             sections.setdefault(h.section_path[-1], []).append(s.label)
         if h.figure_number:

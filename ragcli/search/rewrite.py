@@ -53,6 +53,19 @@ def instruction_words() -> str:
     return " ".join(m["content"] for m in (*ANSWER_PREFIX, *SUMMARY_PREFIX)) + " " + _rewrite_task("", "", [])
 
 
+def missing_words(question: str, in_corpus: Callable[[str], bool]) -> list[str]:
+    """The question's content words that no passage of the books uses (FTS5, stemmed)."""
+    return [w for w in dict.fromkeys(content_words(question)) if not in_corpus(w)]
+
+
+def needed(question: str, in_corpus: Callable[[str], bool]) -> bool:
+    """Can a rewrite change what the search finds? Only by putting the books' words where the question
+    has its own: when every content word of the question is in the books, the lexical leg matches them
+    and the book-term expansion adds the books' near terms, so the rewrite (a quarter of a 1.5B ask's
+    time) is skipped (decision D87, bench/bench_rewrite.py --gate)."""
+    return bool(missing_words(question, in_corpus))
+
+
 def rewrite(conn, embedder, model, question: str, terms: list[str], book_ids,
             prefix: Optional[Sequence[dict]] = None) -> Optional[str]:
     """One line from the chat model, kept only if `clean_rewrite` accepts it; never raises. `prefix`:
