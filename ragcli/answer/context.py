@@ -21,11 +21,11 @@ from typing import Callable, Optional
 
 from ragcli.types import Hit, Source
 
-# Measured by bench/bench_answers.py (--variant context-T-N sets both; docs/decisions.md D86).
+# Chosen on CERT retrieval (decision D86); bench/answer_variants.py `context-T-N[-J]` sets them for a run.
 CONTEXT_TOKENS = 700  # the blocks' text, all together
-MAX_BLOCKS = 4
+MAX_BLOCKS = 5
 BLOCK_TOKENS = 260  # one block grows with neighbours up to this
-MAX_NEIGHBOURS = 2  # passages added on each side of a hit, at most
+MAX_NEIGHBOURS = 1  # passages added on each side of a hit, at most
 NEAR_DUPLICATE = 0.8  # share of the smaller block's word 3-grams found in the other
 MIN_OVERLAP_WORDS = 3  # a repeated run shorter than this where two passages join is kept
 
