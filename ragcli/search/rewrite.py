@@ -8,7 +8,7 @@ from typing import Callable, Optional, Sequence
 from ragcli.models.chat import OneLine
 from ragcli.store import corpus as store
 from ragcli.system_prompt import ANSWER_PREFIX, SUMMARY_PREFIX
-from ragcli.text import content_words, light_stem
+from ragcli.text import QUERY_STOPWORDS, content_words, light_stem
 
 # A rewrite sharing no word with the question or the book terms must be this close to the question
 # (MiniLM cosine): good bridges measured 0.27-0.55 ("entrance and exit wounds" for "did the bullet
@@ -54,8 +54,16 @@ def instruction_words() -> str:
 
 
 def missing_words(question: str, in_corpus: Callable[[str], bool]) -> list[str]:
-    """The question's content words that no passage of the books uses (FTS5, stemmed)."""
-    return [w for w in dict.fromkeys(content_words(question)) if not in_corpus(w)]
+    """The question's content words that no passage of the books uses (FTS5, stemmed). A contraction
+    ("isn't", "he's") is no word of the subject; a possessive counts as its noun ("eye's": "eye")."""
+    out = []
+    for w in dict.fromkeys(content_words(question.replace("’", "'"))):
+        if w.endswith("n't") or w.endswith("'re") or w.endswith("'ve") or w.endswith("'ll") or w.endswith("'d"):
+            continue
+        w = w[:-2] if w.endswith("'s") else w
+        if len(w) > 2 and w not in QUERY_STOPWORDS and not in_corpus(w):
+            out.append(w)
+    return out
 
 
 def needed(question: str, in_corpus: Callable[[str], bool]) -> bool:
