@@ -53,12 +53,15 @@ def instruction_words() -> str:
     return " ".join(m["content"] for m in (*ANSWER_PREFIX, *SUMMARY_PREFIX)) + " " + _rewrite_task("", "", [])
 
 
+_CONTRACTIONS = ("n't", "'re", "'ve", "'ll", "'d", "'m")
+
+
 def missing_words(question: str, in_corpus: Callable[[str], bool]) -> list[str]:
     """The question's content words that no passage of the books uses (FTS5, stemmed). A contraction
     ("isn't", "he's") is no word of the subject; a possessive counts as its noun ("eye's": "eye")."""
     out = []
     for w in dict.fromkeys(content_words(question.replace("’", "'"))):
-        if w.endswith("n't") or w.endswith("'re") or w.endswith("'ve") or w.endswith("'ll") or w.endswith("'d"):
+        if w.endswith(_CONTRACTIONS):
             continue
         w = w[:-2] if w.endswith("'s") else w
         if len(w) > 2 and w not in QUERY_STOPWORDS and not in_corpus(w):
