@@ -97,8 +97,8 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     result = search(conn, embedder, question, search_opts, model=model, reranker=reranker,
                     on_expanded=on_expanded, on_phase=phase)
     cal = calibrations.for_corpus(conn)
-    blocks, rest = context.build(result.hits, lambda h: _adjacent(conn, h),
-                                 getattr(model, "count_tokens", None))
+    # tokens estimated, not the model's: the same blocks (and labels) whichever model answers, or none
+    blocks, rest = context.build(result.hits, lambda h: _adjacent(conn, h))
     run = Run(conn, embedder, question, model, opts, result, blocks + rest, cal, blocks,
               on_text, on_progress, phase, dict(result.timings))
     if cal is None:
