@@ -9,6 +9,9 @@ For every answerable question with pages: ask's search (expanded, k=10, no model
 blocks under each configuration TOKENS/BLOCKS/BLOCK_TOKENS/NEIGHBOURS, and "top 6": the 6 passages
 the answer prompt took before blocks. A question counts when any passage of the prompt lies on one
 of its listed pages. Tokens are context.estimate_tokens (1.35 a word), the same for both.
+With --tokenizer F.gguf (the vocabulary alone is loaded): the median tokens of ask's whole answer
+prompt (prompt.build: system prompt, worked example, passages, question) with the 6 passages and with
+the default blocks, counted by that model's tokenizer.
 """
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ def main() -> int:
     ap.add_argument("--questions", required=True)
     ap.add_argument("--every", type=int, default=1)
     ap.add_argument("--configs", default="700/5/260/1,700/4/260/2,700/5/360/1,800/5/260/1")
+    ap.add_argument("--tokenizer", help="a GGUF model whose tokenizer counts the answer prompt's tokens")
     args = ap.parse_args()
     conn = db.connect(Path(args.db), create=False)
     embedder = embed.get_embedder()
@@ -47,6 +51,23 @@ def main() -> int:
     top = [found[r["id"]][:6] for r in rows]
     print(f"{len(rows)} questions; top 6 passages: answer page in the prompt {sum(on_pages(t, set(r['pages'])) for t, r in zip(top, rows))}, "
           f"median tokens {statistics.median(sum(context.estimate_tokens(h.text) for h in t) for t in top)}")
+    if args.tokenizer:
+        import llama_cpp
+
+        from ragcli.answer import prompt
+
+        llm = llama_cpp.Llama(args.tokenizer, vocab_only=True, verbose=False)
+
+        def count(text: str) -> int:
+            return len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+        sizes: dict[str, list[int]] = {"6 passages": [], "blocks": []}
+        for r in rows:
+            hits, task = found[r["id"]], prompt.instruction_for(r["question"])
+            blocks, _ = context.build(hits, lambda h: ask._adjacent(conn, h))
+            for name, sources in (("6 passages", prompt.label_sources(hits)), ("blocks", blocks)):
+                sizes[name].append(prompt.build(r["question"], sources, count, 10 ** 6, instruction=task).prompt_tokens)
+        print("answer prompt tokens (median): " + ", ".join(f"{k} {statistics.median(v)}" for k, v in sizes.items()))
     for cfg in args.configs.split(","):
         tokens, blocks, per, joined = (int(x) for x in cfg.split("/"))
         got, sizes, counts, multi = 0, [], [], 0

@@ -201,7 +201,8 @@ def _attempt(run: Run, sources: list[Source], instruction: str, only: Optional[s
                     prompt=prompt.as_text(gen.prompt.messages) if run.opts.show_prompt else None, notice=notice,
                     attempts=attempts, warnings=gen.warnings, judge=_judge_data(run))
     evidence = _assess(run, answer, gen)
-    answer.sources = citable + [s for s in run.sources if s not in citable]  # the rest listed, not citable
+    given = {s.label for s in citable}  # a block shrunk to fit the window is listed as given
+    answer.sources = citable + [s for s in run.sources if s.label not in given]  # the rest listed, not citable
     return answer, _apply(answer, verdicts.decide(evidence))
 
 

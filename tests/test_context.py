@@ -173,3 +173,18 @@ def test_ask_gives_the_model_blocks_and_json_sources_name_their_passages(conn, e
     assert len(labels) == len(set(labels))
     assert len({p["passage_id"] for r in data["sources"] for p in r["passages"]}) == \
         sum(len(r["passages"]) for r in data["sources"])  # no passage under two labels
+
+
+def test_a_block_that_does_not_fit_the_window_shrinks_to_its_ranked_passage_before_it_is_dropped():
+    book = _book([("Burns", [" ".join(["cool"] * 80), "Cool the burn with running water.", " ".join(["dress"] * 80)])])
+    blocks, _ = context.build([book[1]], _neighbours(book), block_tokens=500)
+    assert [p.passage_id for p in blocks[0].passages] == [100, 101, 102]
+    from ragcli.types import Source
+
+    q = "how do I treat a burn?"  # one token a character: room for the passage, not for the block
+    room = prompt.build(q, [Source("S1", book[1], passages=[book[1]])], len, 10 ** 6).prompt_tokens + 50
+    assert prompt.build(q, blocks, len, 10 ** 6).prompt_tokens > room
+    built = prompt.build(q, blocks, len, room)
+    assert [s.label for s in built.sources] == ["S1"] and built.dropped == [] and built.truncated == []
+    assert built.sources[0].hit.text == "Cool the burn with running water." and built.sources[0].passages == [book[1]]
+    assert "cool cool" not in built.messages[-1]["content"]
