@@ -196,9 +196,27 @@ _original_build = None
 
 
 def apply(name: str) -> Variant:
-    """Install the variant for this process."""
+    """Install the variant for this process.
+
+    Context variants (answer/context.py, issue 34): `context-T-N[-J]`: blocks of at most N, T tokens in
+    all, J neighbours a side (default: context.MAX_NEIGHBOURS; 0: the hits alone, no joining);
+    `context-T-N-best-first`: the same, listed best first. `passages-6`: the context before blocks
+    (every hit its own passage, the first 6, prompt.ANSWER_SOURCES)."""
     global _original_build
-    from ragcli.answer import prompt
+    from ragcli.answer import context, prompt
+
+    ctx = re.fullmatch(r"context-(\d+)-(\d+)(?:-(\d+))?(-best-first)?", name)
+    if ctx:
+        context.CONTEXT_TOKENS, context.MAX_BLOCKS = int(ctx.group(1)), int(ctx.group(2))
+        if ctx.group(3) is not None:
+            context.MAX_NEIGHBOURS = int(ctx.group(3))
+        if ctx.group(4):
+            return apply("ragcli-reversed")
+        return Variant(system=prompt.ANSWER_SYSTEM, passages=context.MAX_BLOCKS, example=True)
+    if name == "passages-6":
+        context.CONTEXT_TOKENS, context.MAX_BLOCKS, context.MAX_NEIGHBOURS = 10 ** 9, prompt.ANSWER_SOURCES, 0
+        context.BLOCK_TOKENS = 0  # no hit joins another
+        return Variant(system=prompt.ANSWER_SYSTEM, passages=prompt.ANSWER_SOURCES, example=True)
 
     if name == "plain":
         _original_build, prompt.build = prompt.build, plain_build

@@ -16,7 +16,13 @@ to what happens after generation (claim scoring, the unbacked check) is re-measu
 Per answer: answered or refused (ragcli: its status; baseline: ragcli.answer.refusal), the key phrases
 present (normalised: case, punctuation, number words, plural/-ed/-ing), every claim's support level
 (ragcli.answer.grounding, the same scorer for both), invalid citations (bench/ask_grounding.py's check),
-prompt tokens. Prints the summary table and the bars of issue 16.
+prompt tokens (all, and those the model evaluated: the rest came from its cache), the seconds of the
+whole question and to the first answer token on screen (both from the question's start: retrieval,
+ragcli's rewrite and prompt processing included). Prints the summary table, the medians and the
+ratio of ragcli's median time to the baseline's, and per question the ratio's median.
+
+The baseline retrieves with ragcli's search without the model rewrite (issue 34: the plain script
+makes one model call), so its time has no rewrite in it.
 """
 from __future__ import annotations
 
@@ -74,8 +80,8 @@ def baseline_messages(question: str, sources) -> list[dict]:
 
 
 def retrieved(conn, embedder, model, question: str, opts) -> list:
-    """ragcli's own retrieval for the question, as ask runs it (the rewrite replays from the generation
-    cache): the passages before any second try narrowed them to the top 3."""
+    """ragcli's own retrieval for the question, as ask runs it but without the model rewrite when
+    `model` is None (the plain script's one call is its answer)."""
     from ragcli.answer import prompt
     from ragcli.search.pipeline import SearchOptions, mode_for, search
 
@@ -93,13 +99,20 @@ def run_baseline(model, embedder, question: str, retrieved_sources, max_tokens: 
     sources = prompt.label_sources([s.hit for s in passages])
     messages = baseline_messages(question, sources)
     t = time.perf_counter()
-    text = str(model.chat(messages, max_tokens=max_tokens))
+    pieces, first = [], None
+    for piece in model.chat(messages, max_tokens=max_tokens, stream=True):
+        if piece and first is None:
+            first = time.perf_counter()
+        pieces.append(piece)
+    text = "".join(pieces)
     seconds = time.perf_counter() - t
     checked = citations.validate(text, {s.label for s in sources}, *prompt.reference_maps(sources))
     status = "no_answer" if refusal.is_refusal(checked.text) else "answered"
     base = Answer(question, None, checked.text, status, checked.citations, checked.removed, sources)
     base.claims = grounding.score(checked.text, sources, embedder) if status == "answered" else []
-    return _record(base, seconds, dict(model.stats))
+    rec = _record(base, seconds, dict(model.stats))
+    rec["first_at"] = first  # perf_counter of the first piece: the caller makes it relative
+    return rec
 
 
 # ------------------------------------------------------------------------------------- ragcli
@@ -107,12 +120,21 @@ def run_ragcli(conn, embedder, model, question: str, opts) -> tuple[object, dict
     from ragcli import ask
     from ragcli.answer import grounding
 
+    first: list[float] = []
+
+    def on_text(piece: str) -> None:  # as the terminal shows it: the first validated piece
+        if piece.strip() and not first:
+            first.append(time.perf_counter())
+
     t = time.perf_counter()
-    answer = ask.ask(conn, embedder, question, model, opts)
+    answer = ask.ask(conn, embedder, question, model, opts, on_text=on_text)
     if answer.answer and not answer.claims and answer.status in ("answered", "extractive"):
         grounding.assess(answer, embedder)
     seconds = time.perf_counter() - t
-    return answer, _record(answer, seconds, answer.timings)
+    rec = _record(answer, seconds, answer.timings)
+    rec["first_answer_token"] = round(first[0] - t, 2) if first else None
+    rec["blocks"] = [[p.passage_id for p in (s.passages or [s.hit])] for s in answer.sources if s.passages]
+    return answer, rec
 
 
 def _record(answer, seconds: float, stats: dict) -> dict:
@@ -141,7 +163,8 @@ def _record(answer, seconds: float, stats: dict) -> dict:
         "judge_seconds": (stats.get("judge") if isinstance(stats, dict) else None),
         "dense": [round(s.hit.dense_score, 3) if s.hit.dense_score is not None else None
                   for s in answer.sources],
-        "prompt_tokens": stats.get("prompt_tokens"), "first_token": stats.get("first_token"),
+        "prompt_tokens": stats.get("prompt_tokens"), "prompt_evaluated": stats.get("prompt_evaluated"),
+        "first_token": stats.get("first_token"),
         "generated_tokens": stats.get("generated_tokens"), "seconds": round(seconds, 2),
     }
 
@@ -172,11 +195,29 @@ def summarise(records: list[dict], system: str) -> dict:
         "invalid_citations": sum(len(r[system]["invalid"]) for r in rows),
         "refusal_shown_as_answer": sum(r[system]["refusal_text"] and answered(r) for r in rows),
         "median_prompt_tokens": statistics.median(tokens) if tokens else None,
+        "median_prompt_evaluated": _median([r[system].get("prompt_evaluated") for r in rows]),
         "median_seconds": statistics.median(r[system]["seconds"] for r in rows) if rows else None,
+        "median_first_answer_token": _median([r[system].get("first_answer_token") for r in rows]),
         "second_chances": sum((r[system].get("attempts") or 1) > 1 for r in rows),
         "median_judge_seconds": (statistics.median(j) if (j := [r[system]["judge_seconds"] for r in rows
                                  if r[system].get("judge_seconds")]) else None),
     }
+
+
+def _median(values) -> float | None:
+    got = [v for v in values if v is not None]
+    return round(statistics.median(got), 2) if got else None
+
+
+def time_ratios(records: list[dict]) -> dict:
+    """ragcli's time over the baseline's: of the medians, and the median of the per-question ratios."""
+    both = [r for r in records if "ragcli" in r and "baseline" in r and r["baseline"]["seconds"]]
+    if not both:
+        return {}
+    med = statistics.median(r["ragcli"]["seconds"] for r in both) / statistics.median(
+        r["baseline"]["seconds"] for r in both)
+    per = statistics.median(r["ragcli"]["seconds"] / r["baseline"]["seconds"] for r in both)
+    return {"questions": len(both), "ratio_of_medians": round(med, 3), "median_ratio": round(per, 3)}
 
 
 def _rate(n: int, d: int) -> float:
@@ -282,6 +323,7 @@ def main() -> int:
     ap.add_argument("--oracle", action="store_true", help="the answer prompt gets only the passages on the "
                     "question's listed pages (the model's ceiling: install_oracle)")
     ap.add_argument("--judge", action="store_true", help="ask with the relevance judge (ask --judge)")
+    ap.add_argument("--show", action="store_true", help="print every answer as it comes (stderr)")
     ap.add_argument("--without", default="", help="status rules switched off (ablation), comma-separated: "
                     "missing_subject, off_question, no_context, and refusal.UNBACKED_RULES (amount, amount_of, "
                     "which, lacks, none_backed, mostly_contradicted)")
@@ -323,9 +365,11 @@ def main() -> int:
                            if rec["status"] not in REFUSED else [])
         if args.baseline and model is not None:
             t0 = time.perf_counter()
-            found = retrieved(conn, memo, model, q["question"], opts)
+            found = retrieved(conn, memo, None, q["question"], opts)
             b = run_baseline(model, memo, q["question"], found, args.max_tokens)
             b["seconds"] = round(time.perf_counter() - t0, 2)  # its retrieval and claim scoring too, as ragcli's
+            at = b.pop("first_at")
+            b["first_answer_token"] = round(at - t0, 2) if at is not None else None
             b["key_hits"] = (phrase_hits(b["answer"], row["key_phrases"], q["question"])
                              if b["status"] not in REFUSED else [])
             row["baseline"] = b
@@ -334,12 +378,21 @@ def main() -> int:
             out.write(json.dumps(row) + "\n")
             out.flush()
         brief = " | ".join(f"{s}: {row[s]['status']} {len(row[s]['key_hits'])}/{len(row['key_phrases'])} "
-                           f"{row[s]['prompt_tokens']}t {row[s]['seconds']}s"
+                           f"{row[s]['prompt_tokens']}t ({row[s].get('prompt_evaluated')} new) "
+                           f"first {row[s].get('first_answer_token')}s, {row[s]['seconds']}s"
                            for s in ("ragcli", "baseline") if s in row)
         print(f"{q['id']}: {brief}", file=sys.stderr, flush=True)
+        if args.show:
+            for s in ("ragcli", "baseline"):
+                if s in row:
+                    print(f"  {s} [{row[s]['status']}]: {row[s]['answer']}", file=sys.stderr, flush=True)
     systems = {s: summarise(records, s) for s in ("ragcli", "baseline") if any(s in r for r in records)}
     what = Path(args.model).name if args.model else "extractive (no model)"
     print_table(systems, f"{args.label or what}, {len(records)} questions, variant {args.variant or 'ragcli'}")
+    ratios = time_ratios(records)
+    if ratios:
+        print(f"\ntime ragcli/baseline over {ratios['questions']} questions: ratio of the medians "
+              f"{ratios['ratio_of_medians']}x, median of the per-question ratios {ratios['median_ratio']}x")
     if args.cache and model is not None:
         print(f"\ngeneration cache {args.cache}: {model.hits} replayed, {model.misses} generated")
         if model.unrecorded:

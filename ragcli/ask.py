@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from ragcli.answer import citations
+from ragcli.answer import context
 from ragcli.answer import extractive
 from ragcli.answer import grounding
 from ragcli.answer import health
@@ -23,6 +24,7 @@ from ragcli.models.embed import MemoEmbedder
 from ragcli.search.pipeline import SearchOptions, SearchResult, mode_for, no_context, other_language_notice, search
 from ragcli.store import calibration as calibrations
 from ragcli.store import corpus
+from ragcli.store import files
 from ragcli.types import Answer, Expansion, Source
 
 
@@ -59,6 +61,7 @@ class Run:
     result: SearchResult
     sources: list[Source]
     calibration: Optional[calibrations.Calibration]
+    blocks: list[Source]  # the context the answer reads (answer/context.py): the first of `sources`
     on_text: Optional[Callable[[str], None]] = None
     on_progress: Optional[Callable[[str, dict], None]] = None
     phase: Callable[..., None] = lambda *a, **k: None
@@ -95,7 +98,9 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     result = search(conn, embedder, question, search_opts, model=model, reranker=reranker,
                     on_expanded=on_expanded, on_phase=phase)
     cal = calibrations.for_corpus(conn)
-    run = Run(conn, embedder, question, model, opts, result, prompt.label_sources(result.hits), cal,
+    # tokens estimated, not the model's: the same blocks (and labels) whichever model answers, or none
+    blocks, rest = context.build(result.hits, lambda h: _adjacent(conn, h))
+    run = Run(conn, embedder, question, model, opts, result, blocks + rest, cal, blocks,
               on_text, on_progress, phase, dict(result.timings))
     if result.skipped_kinds_kept:
         run.notices.append(ONLY_NON_EXPOSITION)
@@ -110,6 +115,12 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     if skipped:
         answer.verification = {"skipped": skipped}
     return answer
+
+
+def _adjacent(conn, hit):
+    """The passages just before and after `hit` in its book (context.build keeps those of its section)."""
+    before, after = files.neighbours(conn, hit)
+    return (before[-1] if before else None), (after[0] if after else None)
 
 
 # ------------------------------------------------------------------------------ before any answer
@@ -156,13 +167,13 @@ def _answer(run: Run) -> Answer:
     run.phase("prompt")
     first = prompt.instruction_for(run.question)
     budget = model.context_size - opts.max_tokens - ANSWER_TOKENS_RESERVE
-    laid = prompt.build(run.question, run.sources, model.count_tokens, budget, instruction=first)
+    laid = prompt.build(run.question, run.blocks, model.count_tokens, budget, instruction=first)
     usable = laid.sources
     if opts.judge:
         run.phase("judge")
         run.judged = relevance.judge(model, laid, run.question)
         run.timings["judge"] = run.judged.seconds
-        for s in run.sources:
+        for s in run.blocks:
             s.relevance = run.judged.scores.get(s.label)
         if run.judged.notice:
             run.notices.append(run.judged.notice)
@@ -171,7 +182,7 @@ def _answer(run: Run) -> Answer:
             if not usable:
                 return _unanswered(run, verdicts.before_answer(Reason.NOT_RELEVANT))
     only = {s.label for s in usable} if len(usable) < len(laid.sources) else None
-    answer, _ = _attempt(run, run.sources, first, only)
+    answer, _ = _attempt(run, run.blocks, first, only)
     return answer
 
 
@@ -193,7 +204,8 @@ def _attempt(run: Run, sources: list[Source], instruction: str, only: Optional[s
                     prompt=prompt.as_text(gen.prompt.messages) if run.opts.show_prompt else None, notice=notice,
                     attempts=attempts, warnings=gen.warnings, judge=_judge_data(run))
     evidence = _assess(run, answer, gen)
-    answer.sources = citable + [s for s in run.sources if s not in citable]  # the rest listed, not citable
+    given = {s.label for s in citable}  # a block shrunk to fit the window is listed as given
+    answer.sources = citable + [s for s in run.sources if s.label not in given]  # the rest listed, not citable
     return answer, _apply(answer, verdicts.decide(evidence))
 
 

@@ -142,6 +142,8 @@ class Source:
     label: str
     hit: Hit
     relevance: Optional[float] = None  # the chat model's P(yes) that it answers the question (answer/relevance.py)
+    # a context block (answer/context.py): the book passages it holds, in reading order ([]: the hit alone)
+    passages: list[Hit] = field(default_factory=list)
 
 
 @dataclass

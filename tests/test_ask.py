@@ -443,3 +443,38 @@ def test_a_rewrite_in_other_words_is_kept_when_its_meaning_is_close():
     q = "did the bullet come out somewhere else?"
     assert clean_rewrite("entrance and exit wounds", q, [], close) == "entrance and exit wounds"
     assert clean_rewrite("entrance and exit wounds", q, [], far) is None
+
+
+# -- the rewrite runs only when it can change retrieval (search/rewrite.py `needed`) ----------------
+
+def test_the_rewrite_runs_only_for_a_question_with_a_word_the_books_lack(conn, embedder):
+    from ragcli.search.rewrite import missing_words, needed
+    from ragcli.store import corpus
+
+    def in_corpus(w):
+        return corpus.term_in_corpus(conn, w)
+
+    # every content word is on some page of the sample book: no model call before the answer
+    inside = "how is a ruptured aneurysm treated?"
+    assert missing_words(inside, in_corpus) == [] and not needed(inside, in_corpus)
+    model = FakeChatModel(["A ruptured aneurysm is clipped or coiled [S1]."])
+    seen = []
+    answer = ask.ask(conn, embedder, inside, model, ask.AskOptions(), on_phase=lambda name, **i: seen.append(name))
+    assert "rewrite" not in seen and answer.expanded_query != "A ruptured aneurysm is clipped or coiled [S1]."
+    assert len(model.calls) == 1 and not model.calls[0]["constraint"]  # the answer's call only
+    # a lay word the book never uses ("puff") lets it run first
+    lay = "why does my head puff up after brain surgery?"
+    assert missing_words(lay, in_corpus) == ["puff"] and needed(lay, in_corpus)
+    model = FakeChatModel(["cerebral edema after craniotomy", "The brain swells [S1]."])
+    answer = ask.ask(conn, embedder, lay, model, ask.AskOptions())
+    assert model.calls[0]["constraint"] and "Question: " + lay in model.calls[0]["messages"][-1]["content"]
+    assert answer.expanded_query == "cerebral edema after craniotomy"
+
+
+def test_contractions_and_possessives_are_no_missing_words():
+    from ragcli.search.rewrite import missing_words
+
+    book = {"eye", "swollen", "bleeding"}
+    assert missing_words("He's bleeding and isn't awake, what's wrong with his eye's lid?",
+                         lambda w: w in book) == ["awake", "wrong", "lid"]
+    assert missing_words("I'm sure my eye’s swollen", lambda w: w in book) == ["sure"]

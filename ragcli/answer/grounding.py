@@ -14,6 +14,7 @@ from typing import Optional
 
 from ragcli.answer import support
 from ragcli.answer.citations import neutralise
+from ragcli.answer.context import page_of
 from ragcli.answer.claims import attach_citations, backing_labels_text, labels_lead, segment, split_claims
 from ragcli.models import grammars
 from ragcli.text import sentences as split_sentences_plain
@@ -123,9 +124,8 @@ def _apply(claim: Claim, row: list[support.SupportResult], by_label: dict[str, S
     claim.support, claim.score = best.level, round(best.score, 4)
     claim.flagged_citations = [lab for lab, r in zip(claim.citations, row) if r.level == "unsupported"]
     if best.best_sentence and best.level != "unsupported":
-        hit = by_label[claim.citations[best_i]].hit
-        claim.evidence = Evidence(claim.citations[best_i], neutralise(best.best_sentence), hit.page_label,
-                                  hit.page_start)
+        page_label, page = page_of(by_label[claim.citations[best_i]], best.best_sentence)
+        claim.evidence = Evidence(claim.citations[best_i], neutralise(best.best_sentence), page_label, page)
 
 
 def assess(answer: Answer, embedder, verify_model: Optional[object] = None) -> Answer:

@@ -110,7 +110,8 @@ def only_line(labels) -> str:
 
 def build(question: str, sources: list[Source], count_tokens: Callable[[str], int], budget: int,
           instruction: str = ANSWER_INSTRUCTION, only=None) -> Prompt:
-    """Fit the labelled context into `budget` prompt tokens: drop the lowest-ranked sources first; cut
+    """Fit the labelled context into `budget` prompt tokens: drop the lowest-ranked sources first (a
+    block of several passages first shrinks to its ranked passage, under its label); cut
     the text of the last one only when even the best source does not fit, and say so in the prompt.
     An answer has its own system prompt, one worked example, short headers and
     at most ANSWER_SOURCES passages, listed best last (nearest the question, where a small model reads
@@ -136,9 +137,12 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
     while True:
         blocks = [block(s) for s in kept]
         total = system_tokens + count_tokens(user(blocks))
-        if total <= budget or len(kept) <= 1:
+        if total <= budget or len(kept) <= 1 and not _joined(kept[0]):
             break
-        kept.pop()  # the lowest-ranked source goes first
+        if _joined(kept[-1]):  # a block (answer/context.py) is cut to its ranked passage before it goes
+            kept[-1] = _alone(kept[-1])
+        else:
+            kept.pop()  # the lowest-ranked source goes first
     truncated: list[str] = []
     if total > budget and kept:
         blocks = [_cut_to_fit(kept[0], lambda b: system_tokens + count_tokens(user([b])) <= budget,
@@ -147,6 +151,16 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
         truncated = [kept[0].label]
     messages = [*prefix, {"role": "user", "content": user(blocks)}]
     return Prompt(messages, kept, pool[len(kept):], truncated, total)
+
+
+def _joined(source: Source) -> bool:
+    return len(source.passages) > 1 and any(p.passage_id == source.hit.passage_id for p in source.passages)
+
+
+def _alone(source: Source) -> Source:
+    """A block as its ranked passage alone, under the same label."""
+    hit = next(p for p in source.passages if p.passage_id == source.hit.passage_id)
+    return Source(source.label, hit, source.relevance, passages=[hit])
 
 
 def _cut_to_fit(source: Source, fits: Callable[[str], bool], block) -> str:
@@ -171,7 +185,8 @@ def reference_maps(sources: list[Source]) -> tuple[dict, dict, dict, set]:
     figures: dict[str, list[str]] = {}
     for s in sources:
         h = s.hit
-        pages.setdefault(h.page_label, []).append(s.label)
+        for label in dict.fromkeys([h.page_label, *(m.page_label for m in s.passages)]):
+            pages.setdefault(label, []).append(s.label)  # every page of a block names it
         if h.section_path:
             sections.setdefault(h.section_path[-1], []).append(s.label)
         if h.figure_number:

@@ -123,6 +123,9 @@ def source_data(source) -> dict:
         "page_end": h.page_end, "figure_number": h.figure_number, "ocr": h.ocr or None,
         "passage_id": h.passage_id, "text_kind": h.text_kind or None, **file_data(h), "score": round(h.score, 6),
         "relevance": None if source.relevance is None else round(source.relevance, 4), "text": h.text,
+        # the book passages the label names (a context block joins neighbours: answer/context.py)
+        "passages": [{"passage_id": p.passage_id, "page": p.page_start, "page_label": p.page_label}
+                     for p in (source.passages or [h])],
     }
 
 

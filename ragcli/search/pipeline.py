@@ -18,6 +18,7 @@ from ragcli.errors import NotFoundError, UsageError
 from ragcli.search import expansion, feedback, legs
 from ragcli.search.options import MODES, SKIP_READ, SearchOptions, check_mode, mode_for  # noqa: F401 (the API)
 from ragcli.search.rerank import CosineMix, Reranker, rerank
+from ragcli.search.rewrite import needed as rewrite_needed
 from ragcli.search.rewrite import rewrite as model_rewrite
 from ragcli.store import corpus as store
 from ragcli.types import Expansion, Hit, SearchResult
@@ -95,13 +96,15 @@ def skip_kinds(hits: list[Hit], kinds: Sequence[str], n: int) -> tuple[list[Hit]
 def _expand(conn, embedder, query: str, opts: SearchOptions, model,
             phase: Callable[[str], None]) -> tuple[Expansion, list[legs.Query]]:
     """The book's terms as an extra lexical query and, with a model, its rewrite as one more query
-    (both legs) unless the question already is a book term."""
+    (both legs) unless the question already is a book term or uses no word the books lack
+    (rewrite.needed)."""
     if not opts.expands:
         return Expansion(), []
     t0 = time.perf_counter()
     cands, terms, extra = expansion.expand(conn, embedder, query, opts)
     text = None
-    if model is not None and not expansion.in_book_words(cands):
+    if (model is not None and not expansion.in_book_words(cands)
+            and rewrite_needed(query, lambda w: store.term_in_corpus(conn, w))):
         phase("rewrite")
         text = model_rewrite(conn, embedder, model, query, terms, opts.book_ids, opts.rewrite_prefix)
     if text:

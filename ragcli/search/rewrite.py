@@ -8,7 +8,7 @@ from typing import Callable, Optional, Sequence
 from ragcli.models.chat import OneLine
 from ragcli.store import corpus as store
 from ragcli.system_prompt import ANSWER_PREFIX, SUMMARY_PREFIX
-from ragcli.text import content_words, light_stem
+from ragcli.text import QUERY_STOPWORDS, content_words, light_stem
 
 # A rewrite sharing no word with the question or the book terms must be this close to the question
 # (MiniLM cosine): good bridges measured 0.27-0.55 ("entrance and exit wounds" for "did the bullet
@@ -51,6 +51,30 @@ def instruction_words() -> str:
     """The fixed words of every rewrite prompt (either prefix): a rewrite that copies a run of them is
     junk."""
     return " ".join(m["content"] for m in (*ANSWER_PREFIX, *SUMMARY_PREFIX)) + " " + _rewrite_task("", "", [])
+
+
+_CONTRACTIONS = ("n't", "'re", "'ve", "'ll", "'d", "'m")
+
+
+def missing_words(question: str, in_corpus: Callable[[str], bool]) -> list[str]:
+    """The question's content words that no passage of the books uses (FTS5, stemmed). A contraction
+    ("isn't", "he's") is no word of the subject; a possessive counts as its noun ("eye's": "eye")."""
+    out = []
+    for w in dict.fromkeys(content_words(question.replace("’", "'"))):
+        if w.endswith(_CONTRACTIONS):
+            continue
+        w = w[:-2] if w.endswith("'s") else w
+        if len(w) > 2 and w not in QUERY_STOPWORDS and not in_corpus(w):
+            out.append(w)
+    return out
+
+
+def needed(question: str, in_corpus: Callable[[str], bool]) -> bool:
+    """Can a rewrite change what the search finds? Only by putting the books' words where the question
+    has its own: when every content word of the question is in the books, the lexical leg matches them
+    and the book-term expansion adds the books' near terms, so the rewrite (a quarter of a 1.5B ask's
+    time) is skipped (decision D87, bench/bench_rewrite.py --gate)."""
+    return bool(missing_words(question, in_corpus))
 
 
 def rewrite(conn, embedder, model, question: str, terms: list[str], book_ids,

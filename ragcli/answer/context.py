@@ -1,0 +1,237 @@
+"""The context an answer reads: from the ranked hits, fewer and contiguous blocks (small-to-big).
+
+Each passage hit, best first, becomes a block: the hit joined with its neighbours in reading order
+(previous and next passage of the same book) that lie in the same section, so a procedure or a list
+cut by the passage boundary is read whole; the words a passage repeats from the one before it (the
+windows' overlap) are removed where they join. A hit that is already inside a block, or that continues
+one, joins it; a block that says nearly what a better block says is merged into it (its passages are
+named by the better block's label). Blocks are added, best first, until MAX_BLOCKS or the token
+budget; a block that does not fit whole is tried as its hit alone. Figures stay blocks of their own.
+
+A block is a `Source` whose `hit` carries the joined text and the pages it spans, and whose `passages`
+are the book passages it holds, in reading order: the label names what the reader can open (its
+passage ids and pages), and citation, claim support and `--json` read it like any source. The hit's
+passage id and text hash are the ranked passage's, so a saved answer follows it like any other.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Callable, Optional
+
+from ragcli.types import Hit, Source
+
+# Chosen on CERT retrieval (decision D86); bench/answer_variants.py `context-T-N[-J]` sets them for a run.
+CONTEXT_TOKENS = 700  # the blocks' text, all together
+MAX_BLOCKS = 5
+BLOCK_TOKENS = 260  # one block grows with neighbours up to this
+MAX_NEIGHBOURS = 1  # passages added on each side of a hit, at most
+NEAR_DUPLICATE = 0.8  # share of the smaller block's word 3-grams found in the other
+MIN_OVERLAP_WORDS = 3  # a repeated run shorter than this where two passages join is kept
+
+Neighbours = Callable[[Hit], tuple[Optional[Hit], Optional[Hit]]]  # (previous, next) in the book
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of `text` without a tokenizer (English prose: about 1.35 a word)."""
+    return int(len(text.split()) * 1.35) + 1
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def drop_overlap(before: str, after: str, longest: int = 80) -> str:
+    """`after` without the words it repeats from the end of `before` (the longest run of at least
+    MIN_OVERLAP_WORDS words that ends `before` and begins `after`, case and punctuation ignored)."""
+    tail = _words(" ".join(before.split()[-longest - 5:]))
+    tokens = after.split()
+    # the normalised words of each token of `after`, so the cut falls between tokens
+    norm = [_words(t) for t in tokens[:longest + 5]]
+    best = 0
+    flat: list[str] = []
+    ends: list[int] = []  # flat index -> token count consumed
+    for i, ws in enumerate(norm):
+        for w in ws:
+            flat.append(w)
+            ends.append(i + 1)
+    for n in range(min(len(tail), len(flat)), MIN_OVERLAP_WORDS - 1, -1):
+        if tail[-n:] == flat[:n]:
+            best = ends[n - 1]
+            break
+    return " ".join(tokens[best:]) if best else after
+
+
+def _grams(text: str) -> set[tuple[str, ...]]:
+    w = _words(text)
+    return {tuple(w[i:i + 3]) for i in range(max(len(w) - 2, 0))}
+
+
+def near_duplicate(a: str, b: str, share: float = NEAR_DUPLICATE) -> bool:
+    """Most of the shorter text's word 3-grams are in the other (the same passage in two books or
+    sections, a text repeated in a summary box)."""
+    ga, gb = _grams(a), _grams(b)
+    if not ga or not gb:
+        return False
+    return len(ga & gb) / min(len(ga), len(gb)) >= share
+
+
+class _Block:
+    def __init__(self, hit: Hit):
+        self.best = hit
+        self.members = [hit]  # reading order
+        self.also: list[Hit] = []  # near-duplicates merged in
+        self.prev: Optional[Hit] = None  # the neighbours just outside, once looked up
+        self.next: Optional[Hit] = None
+
+    def ids(self) -> set[int]:
+        return {h.passage_id for h in self.members + self.also}
+
+    def text(self) -> str:
+        parts = [self.members[0].text.strip()]
+        for a, b in zip(self.members, self.members[1:]):
+            parts.append(drop_overlap(a.text, b.text).strip())
+        return "\n".join(p for p in parts if p)
+
+    def source(self, label: str) -> Source:
+        first = self.members[0]
+        hit = replace(self.best, text=self.text(), page_start=min(h.page_start for h in self.members),
+                      page_end=max(h.page_end for h in self.members), page_label=first.page_label)
+        return Source(label, hit, passages=list(self.members) + list(self.also))
+
+
+def _same_section(a: Hit, b: Optional[Hit]) -> bool:
+    return b is not None and b.kind == "passage" and b.book_id == a.book_id and b.section_path == a.section_path
+
+
+def build(hits: list[Hit], neighbours: Optional[Neighbours] = None,
+          count_tokens: Optional[Callable[[str], int]] = None, budget: Optional[int] = None,
+          max_blocks: Optional[int] = None, block_tokens: Optional[int] = None,
+          max_neighbours: Optional[int] = None) -> tuple[list[Source], list[Source]]:
+    """(blocks for the prompt, the other hits as sources), labelled S1.../F1... in rank order, the
+    blocks first. `neighbours(hit)`: the previous and next passage of its book (None: no joining).
+    Unset limits are the module's (read at the call, so a bench variant can set them)."""
+    count = count_tokens or estimate_tokens
+    budget = CONTEXT_TOKENS if budget is None else budget
+    max_blocks = MAX_BLOCKS if max_blocks is None else max_blocks
+    block_tokens = BLOCK_TOKENS if block_tokens is None else block_tokens
+    max_neighbours = MAX_NEIGHBOURS if max_neighbours is None else max_neighbours
+    memo: dict[int, tuple[Optional[Hit], Optional[Hit]]] = {}
+
+    def around(h: Hit) -> tuple[Optional[Hit], Optional[Hit]]:
+        if neighbours is None or h.kind != "passage":
+            return None, None
+        if h.passage_id not in memo:
+            memo[h.passage_id] = neighbours(h)
+        return memo[h.passage_id]
+
+    blocks: list[_Block] = []
+    used = 0
+    placed: set[int] = set()
+    for hit in hits:
+        if len(blocks) >= max_blocks:
+            break
+        if hit.passage_id in placed:
+            continue  # already read inside a better block
+        if hit.kind == "passage" and _extend(blocks, hit, around, count, block_tokens):
+            placed.add(hit.passage_id)
+            used = sum(count(b.text()) for b in blocks)
+            continue
+        block = _Block(hit)
+        if hit.kind == "passage":
+            _grow(block, around, count, block_tokens, max_neighbours, placed)
+        dup = next((b for b in blocks if b.best.kind == hit.kind and near_duplicate(b.text(), block.text())), None)
+        if dup is not None:
+            dup.also.extend(m for m in block.members if m.passage_id not in dup.ids())
+            placed |= {m.passage_id for m in block.members}
+            continue
+        size = count(block.text())
+        if blocks and used + size > budget:
+            block = _Block(hit)  # the hit alone, when its neighbours do not fit
+            size = count(block.text())
+            if used + size > budget:
+                break
+        blocks.append(block)
+        placed |= block.ids()
+        used += size
+    in_blocks = {i for b in blocks for i in b.ids()}
+    rest = [h for h in hits if h.passage_id not in in_blocks]
+    labelled = _label([(b.best.kind, b) for b in blocks] + [(h.kind, h) for h in rest])
+    return labelled[:len(blocks)], labelled[len(blocks):]
+
+
+def _extend(blocks: list[_Block], hit: Hit, around, count, block_tokens: int) -> bool:
+    """Join `hit` to a block it continues (it is the passage just before or after it, same section)."""
+    for b in blocks:
+        if b.best.kind != "passage" or not _same_section(b.members[0], hit):
+            continue
+        prev, _ = around(b.members[0])
+        _, nxt = around(b.members[-1])
+        for side, n in (("prev", prev), ("next", nxt)):
+            if n is not None and n.passage_id == hit.passage_id:
+                members = [hit] + b.members if side == "prev" else b.members + [hit]
+                trial = _Block(b.best)
+                trial.members = members
+                if count(trial.text()) > block_tokens:
+                    return False
+                b.members = members
+                return True
+    return False
+
+
+def _grow(block: _Block, around, count, block_tokens: int, max_neighbours: int, placed: set[int]) -> None:
+    """Add the hit's neighbours of the same section, previous then next, one at a time, while the
+    block stays within `block_tokens`."""
+    added = {"prev": 0, "next": 0}
+    while True:
+        grew = False
+        for side in ("prev", "next"):
+            if added[side] >= max_neighbours:
+                continue
+            edge = block.members[0] if side == "prev" else block.members[-1]
+            n = around(edge)[0 if side == "prev" else 1]
+            if not _same_section(block.best, n) or n.passage_id in placed:
+                continue
+            members = [n] + block.members if side == "prev" else block.members + [n]
+            trial = _Block(block.best)
+            trial.members = members
+            if count(trial.text()) > block_tokens:
+                continue
+            block.members = members
+            added[side] += 1
+            grew = True
+        if not grew:
+            return
+
+
+def _label(items: list) -> list[Source]:
+    out, s, f = [], 0, 0
+    for kind, item in items:
+        if kind == "figure":
+            f += 1
+            label = f"F{f}"
+        else:
+            s += 1
+            label = f"S{s}"
+        out.append(item.source(label) if isinstance(item, _Block) else Source(label, item))
+    return out
+
+
+def single(hits: list[Hit]) -> tuple[list[Source], list[Source]]:
+    """Every hit its own block (no joining): the context before blocks, for comparison and for
+    callers without the corpus at hand."""
+    return build(hits, None, None, budget=10 ** 9, max_blocks=len(hits) or 1, block_tokens=0)
+
+
+def passages_of(source: Source) -> list[Hit]:
+    """The book passages a label names (the hit alone for a source that is not a block)."""
+    return source.passages or [source.hit]
+
+
+def page_of(source: Source, sentence: str) -> tuple[str, int]:
+    """(page label, page) of the passage of `source` that holds `sentence` (else the block's first)."""
+    words = " ".join(_words(sentence))
+    for h in passages_of(source):
+        if words and words in " ".join(_words(h.text)):
+            return h.page_label, h.page_start
+    return source.hit.page_label, source.hit.page_start
