@@ -9,7 +9,8 @@ huggingface_hub makes, answered as the Hub answers them.
 
 Faults, set per test: `cut_at` (the first GET sends that many bytes of a full Content-Length and
 closes the connection), `stall_at` (the first GET sends that many bytes and then waits until released:
-an interrupted pull), `hub_sha` (another sha256 in X-Linked-Etag, as a corrupt mirror would send).
+an interrupted pull), `hub_sha` (another sha256 in X-Linked-Etag, as a corrupt mirror would send),
+`hub_size` (another size in X-Linked-Size: a file larger than any disk).
 Every request is recorded in `requests` as (method, path, Range header).
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ class FakeHub:
         self.cut_at: Optional[int] = None
         self.stall_at: Optional[int] = None
         self.hub_sha: Optional[str] = None
+        self.hub_size: Optional[int] = None  # another size in X-Linked-Size (a file larger than the disk)
         self.requests: list[tuple[str, str, Optional[str]]] = []
         self.stalled = threading.Event()  # set when a stalled GET has sent its part
         self.release = threading.Event()
@@ -86,7 +88,7 @@ class FakeHub:
                 self.send_response(206 if start else 200)
                 self.send_header("X-Repo-Commit", COMMIT)
                 self.send_header("X-Linked-Etag", f'"{sha}"')
-                self.send_header("X-Linked-Size", str(len(data)))
+                self.send_header("X-Linked-Size", str(hub.hub_size or len(data)))
                 self.send_header("ETag", f'"{sha}"')
                 self.send_header("Accept-Ranges", "bytes")
                 if start:

@@ -35,6 +35,9 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 SHA256 = re.compile(r"[0-9a-f]{64}")
 DISK_MARGIN = 100 * 2**20  # free space kept beyond the file itself
 HEAD_TIMEOUT = 10.0  # seconds for the metadata request
+# Bytes http_get reads before writing: what an interruption can lose, and how often progress moves.
+# huggingface_hub's default (10 MB) would leave a small file's partial download empty.
+CHUNK = 64 * 1024
 
 Progress = Callable[[int, Optional[int]], None]  # (bytes on disk, total bytes or None)
 
@@ -254,8 +257,13 @@ def pull(t: Target, on_progress: Optional[Progress] = None, cache_dir: Optional[
     ep = endpoint()
     if _offline():
         raise DownloadError("offline (HF_HUB_OFFLINE is set): nothing downloaded; unset it to pull a model")
+    import logging
+
     from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
 
+    constants.DOWNLOAD_CHUNK_SIZE = min(constants.DOWNLOAD_CHUNK_SIZE, CHUNK)
+    # its retry warnings would add lines to ours: every failure is said once, by the error raised
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     cache = Path(cache_dir or hub_cache())
     start = time.perf_counter()
     if t.file is None:
