@@ -38,7 +38,7 @@ def models_cmd(ctx: typer.Context, json_out: JsonOpt = False) -> None:
 @handle_errors
 def pull_cmd(
     spec: Annotated[Optional[str], typer.Argument(
-        metavar="[NAME | REPO[/FILE] | URL]", show_default=False,
+        metavar="NAME | REPO[/FILE] | URL", show_default=False,
         help="A catalogue name (`ragcli models pull` lists them), a Hugging Face repository (ORG/NAME, its "
              "one Q4_K_M GGUF), REPO/FILE.gguf, or a https://.../ORG/NAME/resolve/REVISION/FILE.gguf URL.")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Without a NAME: pull the largest catalogue model "
