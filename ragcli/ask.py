@@ -277,7 +277,7 @@ def _extractive(run: Run) -> Answer:
     run.timings["generation"] = time.perf_counter() - t
     answer = Answer(**run.base, answer=checked.text, status="extractive", citations=checked.citations,
                     removed_citations=checked.removed, sources=run.sources, timings=run.timings,
-                    notice=f"{verdicts.WORDS[Reason.NO_MODEL]} (set one with --model F.gguf or RAGCLI_MODEL)",
+                    notice=f"{verdicts.WORDS[Reason.NO_MODEL]} (get one with `ragcli models pull`, or set one with --model F.gguf)",
                     reason=Reason.NO_MODEL.value)
     run.phase("claims")
     t = time.perf_counter()

@@ -63,9 +63,9 @@ class ModelSettings:
     api_key_env: Optional[str] = None  # the variable holding the server's key (else RAGCLI_API_KEY)
     structured: Optional[str] = None  # grammar | json_schema | none; default: what the server shows
     timeout: float = 300.0  # seconds to wait for a server
-    n_ctx: Optional[int] = None  # None: 4096, capped at the model's trained context (or the server's)
-    threads: Optional[int] = None
-    gpu_layers: int = 0
+    n_ctx: Optional[int] = None  # None: the trained context capped by memory (or the server's)
+    threads: Optional[int] = None  # None: the physical cores
+    gpu_layers: Optional[int] = None  # None: every layer when llama.cpp offloads to a GPU, else 0
     seed: int = 0
     temperature: float = 0.2
     max_tokens: int = 512
@@ -124,6 +124,45 @@ def model_settings(**flags) -> ModelSettings:
         if value is not None and key != "path" and hasattr(settings, key):
             setattr(settings, key, value)
     return settings
+
+
+def model_configured() -> bool:
+    """Does a model come from RAGCLI_MODEL or the config file (`default`, or [model] path/url)?"""
+    if os.environ.get("RAGCLI_MODEL"):
+        return True
+    file_cfg = load_file_settings()
+    base = file_cfg.get("model", {})
+    return bool(file_cfg.get("default") or (isinstance(base, dict) and (base.get("path") or base.get("url"))))
+
+
+def set_default_model(path: str) -> Path:
+    """Write `default = "PATH"` at the top of the config file (created if missing; top-level keys
+    must come before the first table). Callers check `model_configured()` first: an existing
+    `default` is never replaced. Written to a temporary file and renamed, so a failure leaves the
+    file as it was."""
+    import json
+
+    target = config_path()
+    before = target.read_text(encoding="utf-8") if target.exists() else ""
+    line = f"default = {json.dumps(str(path))}  # the model `ragcli models pull` fetched\n"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    try:
+        tmp.write_text(line + before, encoding="utf-8")
+        tomllib.loads(tmp.read_text(encoding="utf-8"))
+        os.replace(tmp, target)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"cannot write the default model to {target}: {exc}") from exc
+    return target
+
+
+def log_enabled() -> bool:
+    """Are asks saved as conversations? The config file's top-level `log` (default true)."""
+    value = load_file_settings().get("log", True)
+    if not isinstance(value, bool):
+        raise UsageError(f"log in {config_path()} must be true or false")
+    return value
 
 
 RERANK_DEPTH = 20

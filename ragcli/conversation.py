@@ -40,6 +40,9 @@ class Standalone:
     # how the rewrite was made: "model", "carried" (the deterministic rewrite) or "" (not rewritten)
     method: str = ""
     seconds: float = 0.0  # time spent in the model call (0 without one)
+    # why the question refers back ("'it'") when there is no earlier turn to take it from: it is answered
+    # as asked, and the user is told so (`dangling_words`) rather than left with a silent no_context
+    dangling: str = ""
 
 
 # Pronouns that stand for something named before, unless the question names it first ("how do I treat
@@ -108,6 +111,9 @@ def standalone(question: str, history: Sequence[tuple[str, str]], model=None) ->
     oldest first; pass each turn's standalone question where it is known). Never raises."""
     question = " ".join(str(question).split())
     if not history:
+        why = refers_back(question)
+        if why:
+            return Standalone(question, False, f"refers back: {why}, but no earlier turn", dangling=why)
         return Standalone(question, False, "first question of the conversation")
     why = refers_back(question)
     if not why:
@@ -123,11 +129,24 @@ def standalone(question: str, history: Sequence[tuple[str, str]], model=None) ->
         if carried != question:
             return Standalone(carried, True, f"refers back: {why} (the model's rewrite was not kept)",
                               "carried", seconds)
-        return Standalone(question, False, f"refers back: {why}, but nothing earlier to carry", "", seconds)
+        return Standalone(question, False, f"refers back: {why}, but nothing earlier to carry", "", seconds,
+                          dangling=why)
     carried = carry(question, earlier)
     if carried == question:
-        return Standalone(question, False, f"refers back: {why}, but nothing earlier to carry")
+        return Standalone(question, False, f"refers back: {why}, but nothing earlier to carry", dangling=why)
     return Standalone(carried, True, f"refers back: {why}", "carried")
+
+
+def dangling_words(made: Standalone, continued: bool) -> str:
+    """The one line for a question that refers back to nothing ("" when it does not); `continued`: it
+    was asked as a follow-up (ask -c, chat), else as a plain ask."""
+    if not made.dangling:
+        return ""
+    if continued:
+        return (f"the question refers back ({made.dangling}) but no earlier turn says to what: "
+                f"it is answered as asked")
+    return (f"the question refers back ({made.dangling}) but starts a new conversation: it is answered as "
+            f"asked; `ragcli ask -c` continues the last question")
 
 
 def refers_back(question: str) -> str:
@@ -445,11 +464,17 @@ def ask_turn(conn, embedder, question: str, model=None, opts=None, conversation=
                 timings={k: (round(v, 4) if isinstance(v, float) else v) for k, v in timings.items()},
                 created_at=store.now())
     if save:
-        cid, _number = conversation_store.insert_turn(conn, turn, title=question, book_ids=opts.book_ids or [])
-        if not cid:
-            raise NotFoundError(f"conversation {conversation.id} was deleted while this turn was answered: "
-                                f"the turn is not saved")
+        save_turn(conn, turn, opts.book_ids)
     return turn, answer
+
+
+def save_turn(conn, turn, book_ids=None) -> None:
+    """Save an answered turn as the next of its conversation (conversation_id 0: a new one, titled by
+    its question). NotFoundError when that conversation was deleted meanwhile."""
+    cid, _number = conversation_store.insert_turn(conn, turn, title=turn.question, book_ids=book_ids or [])
+    if not cid:
+        raise NotFoundError(f"conversation {turn.conversation_id} was deleted while this turn was answered: "
+                            f"the turn is not saved")
 
 
 def saved_sources(answer) -> list:
@@ -469,6 +494,11 @@ def check_sources(conn, turn):
 
 def conversations(conn) -> list:
     return conversation_store.conversations(conn)
+
+
+def delete_all(conn) -> int:
+    """Delete every conversation; returns how many there were."""
+    return conversation_store.delete_all(conn)
 
 
 def delete(conn, conversation_id: int) -> None:

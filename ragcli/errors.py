@@ -40,5 +40,12 @@ class ModelError(RagcliError):
     exit_code = 6
 
 
+class DownloadError(RagcliError):
+    """A model download failed: the Hub (or HF_ENDPOINT) unreachable or offline, a checksum that does not
+    match, not enough disk space."""
+
+    exit_code = 7
+
+
 class Interrupted(RagcliError):
     exit_code = 130

@@ -110,6 +110,8 @@ def test_read_only_corpus(corpus_db, cli, fingerprint, monkeypatch):
     assert res.exit_code == 4 and "read-only" in res.stderr, res.stderr
     res = cli("search", "nimodipine", "--json", "-k", "2")  # reading still works
     assert res.exit_code == 0 and len(json.loads(res.stdout)) == 2
+    res = cli("ask", "what is nimodipine for?", "--json", "--no-expand")  # the answer, without its log
+    assert res.exit_code == 0 and json.loads(res.stdout)["status"] and "was not saved" in res.stderr, res.stderr
     assert fingerprint(corpus_db) == before
 
 

@@ -37,7 +37,9 @@ def test_what_refers_back(question, why):
 
 def test_the_first_question_is_never_rewritten():
     assert standalone("how long does it last?", []) == Standalone(
-        "how long does it last?", False, "first question of the conversation")
+        "how long does it last?", False, "refers back: 'it', but no earlier turn", dangling="'it'")
+    assert standalone("how long does a burn take to heal?", []) == Standalone(
+        "how long does a burn take to heal?", False, "first question of the conversation")
 
 
 def test_without_a_model_the_previous_subject_is_carried():

@@ -72,14 +72,65 @@ def test_continue_across_two_processes_saves_each_turn_with_its_sources(corpus_d
     assert [(c["id"], c["turn_count"], c["title"]) for c in listed] == [(1, 2, FIRST)]
 
 
-def test_a_plain_ask_saves_nothing_and_continue_starts_a_conversation(corpus_db, cli, fingerprint, monkeypatch):
+def test_a_no_log_ask_saves_nothing_and_continue_starts_a_conversation(corpus_db, cli, fingerprint, monkeypatch):
     monkeypatch.setenv("RAGCLI_MODEL", "")
     before = fingerprint(corpus_db)
-    assert cli("ask", FIRST, "--json").exit_code == 0
+    assert cli("ask", FIRST, "--json", "--no-log").exit_code == 0
     assert fingerprint(corpus_db) == before
     res = cli("ask", FIRST, "-c")
     assert res.exit_code == 0, res.output
     assert "starts one" in res.stderr and "conversation 1, turn 1 saved" in res.stderr
+
+
+def test_every_ask_is_a_turn_that_ask_c_continues(corpus_db, cli, fingerprint, monkeypatch, tmp_path):
+    """A plain ask is saved as a one-turn conversation; `ask -c` makes the follow-up its turn 2, whose
+    standalone question names the first's subject (llm's `-c`). --no-log and `log = false` save nothing."""
+    monkeypatch.setenv("RAGCLI_MODEL", "")
+    first = json.loads(cli("ask", FIRST, "--json").stdout)
+    assert "conversation_id" not in first and first["status"] == "extractive"  # the answer's shape, unchanged
+    assert "ragcli models pull" in first["notice"]  # no model: the next step is named
+    listed = json.loads(cli("conversations", "list", "--json").stdout)
+    assert [(c["id"], c["turn_count"], c["title"]) for c in listed] == [(1, 1, FIRST)]
+    follow = json.loads(cli("ask", FOLLOW_UP, "-c", "--json").stdout)
+    assert (follow["conversation_id"], follow["turn"]) == (1, 2)
+    assert follow["rewritten"] and "craniotomy" in follow["standalone_question"].lower()
+    before = fingerprint(corpus_db)
+    assert cli("ask", FIRST, "--no-log").exit_code == 0
+    config = tmp_path / "home" / "config" / "ragcli" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("log = false\n")
+    assert cli("ask", FIRST, "--json").exit_code == 0
+    assert fingerprint(corpus_db) == before
+    config.write_text('log = "no"\n')
+    bad = cli("ask", FIRST)
+    assert bad.exit_code == 2 and "log in" in bad.stderr
+
+
+def test_a_follow_up_with_no_earlier_turn_says_so_in_one_line(corpus_db, cli, monkeypatch):
+    monkeypatch.setenv("RAGCLI_MODEL", "")
+    alone = cli("ask", "and what do I do about it?", "-c")
+    assert alone.exit_code == 0
+    lines = [x for x in alone.stderr.splitlines() if "refers back" in x]
+    assert len(lines) == 1 and "(opens with 'and')" in lines[0] and "no earlier turn" in lines[0], alone.stderr
+    plain = cli("ask", "what are its risks?", "--json", "--no-log")
+    assert [x for x in plain.stderr.splitlines() if "refers back" in x and "ragcli ask -c" in x], plain.stderr
+    json.loads(plain.stdout)  # stdout stays the answer
+    assert not [x for x in cli("ask", FIRST).stderr.splitlines() if "refers back" in x]
+
+
+def test_conversations_delete_all(corpus_db, cli, monkeypatch):
+    monkeypatch.setenv("RAGCLI_MODEL", "")
+    for q in (FIRST, "what is an arteriovenous malformation?"):
+        assert cli("ask", q).exit_code == 0
+    both = cli("conversations", "delete", "1", "--all")
+    assert both.exit_code == 2 and "not both" in both.stderr
+    neither = cli("conversations", "delete")
+    assert neither.exit_code == 2
+    res = cli("conversations", "delete", "--all", "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout) == {"deleted": {"conversations": 2}}
+    assert json.loads(cli("conversations", "list", "--json").stdout) == []
+    assert cli("ask", FIRST, "-c", "--json").exit_code == 0
+    assert [c["id"] for c in json.loads(cli("conversations", "list", "--json").stdout)] == [3]  # ids never reused
 
 
 def test_standalone_question_is_shown_and_a_standalone_one_is_left_alone(corpus_db, cli, monkeypatch):

@@ -24,6 +24,9 @@ ContinueOpt = Annotated[bool, typer.Option("--continue", "-c", help="Continue th
 ConversationOpt = Annotated[Optional[str], typer.Option("--conversation", metavar="ID", show_default=False,
                                                         help="Continue conversation ID (`ragcli conversations "
                                                         "list`); the turn is saved.")]
+NoLogOpt = Annotated[bool, typer.Option("--no-log", help="Do not save this ask (every ask is saved as a "
+                                         "one-turn conversation that `ask -c` continues; `log = false` in the "
+                                         "config file stops it for all).")]
 MaxTokOpt = Annotated[Optional[int], typer.Option("--max-tokens", help="Longest answer in tokens (default 512).",
                                                   show_default=False)]
 
@@ -48,13 +51,15 @@ def ask(
                                                         "the answer (llama.cpp format).", show_default=False)] = None,
     output: FormatOpt = "text",
     rerank: RerankOpt = None, rerank_depth: RerankDepthOpt = None,
-    cont: ContinueOpt = False, conversation: ConversationOpt = None,
+    cont: ContinueOpt = False, conversation: ConversationOpt = None, no_log: NoLogOpt = False,
     db: DbOpt = None, json_out: JsonOpt = False, embed_model: EmbedOpt = None,
 ) -> None:
-    """Answer a question from the books, citing only passages that were retrieved. With --continue or
-    --conversation the question is a turn of a conversation: a follow-up is made a standalone
-    question from the turns before it, and the turn is saved with its sources."""
+    """Answer a question from the books, citing only passages that were retrieved. Each ask is saved as a
+    one-turn conversation (not with --no-log or `log = false`); with --continue or --conversation the
+    question is the next turn of one: a follow-up is made a standalone question from the turns before
+    it, and the turn is saved with its sources."""
     from ragcli import ask as core
+    from ragcli import config
     from ragcli import conversation as chats
     from ragcli.render.stream import AnswerStream
     from ragcli.search.pipeline import check_scope
@@ -81,17 +86,31 @@ def ask(
                            max_tokens=settings.max_tokens, show_prompt=show_prompt,
                            grammar=read_grammar(grammar_file), verify=verify, evidence=evidence, rerank_depth=depth,
                            judge=judge)
-    if talk is not None or cont:
-        def call(**callbacks):
-            turn, answer = chats.ask_turn(conn, embedder, question, chat_model, opts, talk, reranker=reranker,
-                                          on_standalone=lambda made: show_standalone(stream, made), **callbacks)
-            return answer, turn
-    else:
-        def call(**callbacks):
-            return core.ask(conn, embedder, question, chat_model, opts, reranker=reranker, **callbacks), None
+    continued = talk is not None or cont
+    log = not no_log and (continued or config.log_enabled())
+
+    def call(**callbacks):  # a follow-up is saved with the answer; a plain ask after it is shown
+        turn, answer = chats.ask_turn(conn, embedder, question, chat_model, opts, talk, reranker=reranker,
+                                      on_standalone=lambda made: show_standalone(stream, made, continued),
+                                      save=log and continued, **callbacks)
+        return answer, turn
     answer, turn = stream_answer(stream, call)
     show_answer(stream, answer, json_out=json_out, output=output, evidence=evidence, show_prompt=show_prompt,
-                turn=turn)
+                turn=turn if continued else None)
+    if log and not continued:
+        save_plain_ask(conn, turn, opts.book_ids)
+
+
+def save_plain_ask(conn, turn, book_ids) -> None:
+    """A plain ask becomes a one-turn conversation (`ask -c` continues it). Saved after the answer is
+    shown: a corpus that cannot be written (read-only, locked) costs the log, never the answer."""
+    from ragcli import conversation as chats
+    from ragcli.errors import CorpusError
+
+    try:
+        chats.save_turn(conn, turn, book_ids)
+    except CorpusError as exc:
+        warn(f"this ask was not saved as a conversation: {exc}")
 
 
 def stream_answer(stream, call):
@@ -109,10 +128,16 @@ def stream_answer(stream, call):
     return answer, extra
 
 
-def show_standalone(stream, made) -> None:
-    """The standalone question a follow-up became, dimmed on stderr before retrieval (not in --json)."""
+def show_standalone(stream, made, continued: bool = True) -> None:
+    """The standalone question a follow-up became, dimmed on stderr before retrieval (not in --json);
+    a question that refers back to nothing says so in one line (also with --json: it is stderr)."""
+    from ragcli.conversation import dangling_words
     from ragcli.render.terminal import standalone_line
 
+    words = dangling_words(made, continued)
+    if words:
+        stream.clear()
+        warn(words)
     if made.rewritten and not stream.json_out:
         stream.clear()
         stream.err.print(standalone_line(made.question), highlight=False)

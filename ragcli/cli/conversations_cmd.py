@@ -1,7 +1,7 @@
 """conversations list / show / delete / export: the conversations kept in the corpus file."""
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -80,11 +80,25 @@ def conversations_export(
 
 @conversations_app.command("delete")
 @handle_errors
-def conversations_delete(conversation: IdArg, db: DbOpt = None, json_out: JsonOpt = False) -> None:
-    """Delete a conversation with its turns. Its id is never given again."""
+def conversations_delete(
+    conversation: Annotated[Optional[str], typer.Argument(metavar="[ID]", show_default=False, help="Conversation "
+                                                          "id (see `ragcli conversations list`).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Delete every conversation (every saved ask).")] = False,
+    db: DbOpt = None, json_out: JsonOpt = False,
+) -> None:
+    """Delete a conversation with its turns (or every one, --all). Ids are never given again."""
     from ragcli import conversation as core
     from ragcli.render.data import print_json
 
+    if all_ == (conversation is not None):
+        raise UsageError("name one conversation ID, or --all (not both)")
+    if all_:
+        count = core.delete_all(open_db(db, create=False))
+        if json_out:
+            print_json({"deleted": {"conversations": count}})
+        else:
+            info(f"deleted {count} conversation{'' if count == 1 else 's'}")
+        return
     cid = core.parse_id(conversation)
     core.delete(open_db(db, create=False), cid)
     if json_out:

@@ -160,10 +160,40 @@ def info_cmd(db: DbOpt = None, json_out: JsonOpt = False) -> None:
 
     data = corpus_info.describe(open_db(db, create=False))
     data["chat_model"] = _chat_model()
+    data["model_runs_on"] = _runs_on()
     if json_out:
         print_json(info_data(data))
     else:
+        runs = data["model_runs_on"]  # one line: each setting with why it was chosen
+        data["model_runs_on"] = {k: runs["why"].get(k, v) for k, v in runs.items() if k != "why"}
         print_info(console(), data)
+
+
+def _runs_on():
+    """How the in-process model would run on this machine: GPU layers, threads, context (each the value
+    given, else the machine's default with why), and the machine's memory and cores."""
+    from ragcli import config
+    from ragcli.errors import ModelError
+    from ragcli.models import hardware
+    from ragcli.models.llama_cpp import RunSettings, machine_defaults, run_settings
+
+    hw = hardware.detect()
+    try:
+        s = config.model_settings()
+    except UsageError:
+        s = config.ModelSettings()
+    run: RunSettings = machine_defaults(hw, {}, 0, s.n_ctx or 0, s.threads, s.gpu_layers)
+    if s.path and not s.url:
+        try:
+            run = run_settings(s.path, s.n_ctx, s.threads, s.gpu_layers, hw)
+        except (ModelError, OSError):
+            pass  # no readable model: the context is the model's, so none is shown
+    out = {"n_gpu_layers": run.n_gpu_layers, "n_threads": run.n_threads, "n_ctx": run.n_ctx or None,
+           "memory_gb": round(hw.memory_total / 1e9, 1), "memory_available_gb": round(hw.memory_available / 1e9, 1),
+           "physical_cores": hw.physical_cores, "gpu_offload": hw.gpu_offload, "why": run.why}
+    if not out["n_ctx"]:
+        out.pop("n_ctx")
+    return out
 
 
 def _chat_model():

@@ -72,11 +72,12 @@ def _metadata(f, n_kv: int, keep_arrays: bool = False):
         yield key, _read_value(f, vtype, keep_arrays)
 
 
-def gguf_metadata(path: Union[str, Path]) -> dict:
+def gguf_metadata(path: Union[str, Path], shape: bool = False) -> dict:
     """Scalar metadata of a GGUF file, read from its header without loading the model.
 
-    Stops once the architecture's context length is known (tokenizer arrays come later). Raises
-    ModelError when the file is not a GGUF file.
+    Stops once the architecture's context length is known (tokenizer arrays come later); `shape`: reads
+    on to the first tokenizer key, so the layer and attention-head counts written after the context
+    length are there too. Raises ModelError when the file is not a GGUF file.
     """
     path = Path(path)
     try:
@@ -84,9 +85,11 @@ def gguf_metadata(path: Union[str, Path]) -> dict:
             _n_tensors, n_kv = _open(path, f)
             meta: dict = {}
             for key, value in _metadata(f, n_kv):
+                if shape and key.startswith("tokenizer."):
+                    break
                 meta[key] = value
                 arch = meta.get("general.architecture")
-                if arch and f"{arch}.context_length" in meta:
+                if not shape and arch and f"{arch}.context_length" in meta:
                     break
             return meta
     except (OSError, struct.error, ValueError, UnicodeDecodeError) as exc:
@@ -133,3 +136,19 @@ def trained_context(meta: dict) -> Optional[int]:
     arch = meta.get("general.architecture")
     value = meta.get(f"{arch}.context_length") if arch else None
     return int(value) if isinstance(value, int) and value else None
+
+
+def kv_bytes_per_token(meta: dict) -> Optional[int]:
+    """Bytes of llama.cpp's KV cache for one token of context (f16 keys and values, every layer), from
+    header metadata read with `shape=True`; None when the header does not say."""
+    arch = meta.get("general.architecture")
+    if not arch:
+        return None
+    layers, heads = meta.get(f"{arch}.block_count"), meta.get(f"{arch}.attention.head_count")
+    kv_heads = meta.get(f"{arch}.attention.head_count_kv") or heads
+    width = meta.get(f"{arch}.embedding_length")
+    if not all(isinstance(v, int) and v > 0 for v in (layers, heads, kv_heads, width)):
+        return None
+    key_dim = meta.get(f"{arch}.attention.key_length") or width // heads
+    value_dim = meta.get(f"{arch}.attention.value_length") or width // heads
+    return int(layers * kv_heads * (key_dim + value_dim) * 2)

@@ -11,16 +11,72 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
 from ragcli.errors import ModelError
 from ragcli.models import grammars
 from ragcli.models.chat import Constraint, Grammar, JsonSchema, Messages, OneLine, Progress
-from ragcli.models.gguf import gguf_metadata, trained_context
+from ragcli.models.gguf import gguf_metadata, kv_bytes_per_token, trained_context
 
-DEFAULT_CTX = 4096
+DEFAULT_CTX = 4096  # the context when the header does not give the KV cache's size
 PROMPT_BATCH = 64  # prompt tokens evaluated between two progress reports
+# Memory left to the system and the rest of ragcli (embedding model, SQLite, Python) when the
+# context is sized; of what remains after the weights, at most KV_SHARE goes to the KV cache.
+MEMORY_RESERVE = 1 << 30
+KV_SHARE = 0.5
+MIN_CTX = 2048  # never sized below this (or the trained context, when smaller): prompts need room
+ALL_LAYERS = -1  # llama.cpp's n_gpu_layers for "every layer"
+
+
+@dataclass
+class RunSettings:
+    """How a model runs: the values given, else the machine's defaults, each with why it was chosen."""
+
+    n_ctx: int
+    n_threads: int
+    n_gpu_layers: int
+    why: dict = field(default_factory=dict)  # {"n_ctx": "...", ...}: the defaults taken, in words
+
+
+def machine_defaults(hw, meta: dict, model_bytes: int, n_ctx: Optional[int] = None,
+                     n_threads: Optional[int] = None, n_gpu_layers: Optional[int] = None) -> RunSettings:
+    """The settings for a model (header `meta` read with shape=True, file of `model_bytes`) on `hw`
+    (models/hardware.Hardware): every layer on the GPU when llama.cpp offloads to one, the physical
+    cores, and the context the model was trained for, capped by what memory holds. A value given is kept."""
+    why = {}
+    if n_gpu_layers is None:
+        n_gpu_layers = ALL_LAYERS if hw.gpu_offload else 0
+        why["n_gpu_layers"] = ("all layers: llama.cpp offloads to a GPU" if hw.gpu_offload
+                               else "0: this llama.cpp has no GPU offload")
+    if n_threads is None:
+        n_threads = hw.physical_cores
+        why["n_threads"] = f"{n_threads}: the physical cores"
+    if n_ctx is None:
+        trained = trained_context(meta)
+        per_token = kv_bytes_per_token(meta)
+        if not trained or not per_token:
+            n_ctx = min(DEFAULT_CTX, trained or DEFAULT_CTX)
+            why["n_ctx"] = f"{n_ctx}: the header gives no trained context or cache size"
+        else:
+            room = max(0, hw.memory_available - model_bytes - MEMORY_RESERVE) * KV_SHARE
+            fits = int(room // per_token) // 256 * 256
+            n_ctx = max(min(trained, fits), min(trained, MIN_CTX))
+            why["n_ctx"] = (f"{n_ctx}: the trained context" if n_ctx == trained else
+                            f"{n_ctx}: the trained {trained}, capped by memory "
+                            f"({hw.memory_available / 2**30:.1f} GiB available)")
+    return RunSettings(n_ctx, n_threads, n_gpu_layers, why)
+
+
+def run_settings(path: Union[str, Path], n_ctx: Optional[int] = None, n_threads: Optional[int] = None,
+                 n_gpu_layers: Optional[int] = None, hw=None) -> RunSettings:
+    """machine_defaults for the GGUF file at `path` on this machine (`hw`: another)."""
+    from ragcli.models import hardware
+
+    path = Path(path).expanduser()
+    meta = gguf_metadata(path, shape=True) if n_ctx is None else {}
+    return machine_defaults(hw or hardware.detect(), meta, path.stat().st_size, n_ctx, n_threads, n_gpu_layers)
 
 
 def import_llama_cpp():
@@ -101,13 +157,14 @@ class LlamaCppModel:
     tokens_exact = True
 
     def __init__(self, path: Union[str, Path], n_ctx: Optional[int] = None, n_threads: Optional[int] = None,
-                 n_gpu_layers: int = 0, seed: int = 0, temperature: float = 0.2,
-                 verbose: bool = False, repeat_penalty: float = 1.0):
+                 n_gpu_layers: Optional[int] = None, seed: int = 0, temperature: float = 0.2,
+                 verbose: bool = False, repeat_penalty: float = 1.0, hw=None):
         self.path = Path(path).expanduser()
         meta = check_model_file(self.path, n_ctx)
-        if n_ctx is None:  # not asked for: 4096, or less when the model was trained on less
-            n_ctx = min(DEFAULT_CTX, trained_context(meta) or DEFAULT_CTX)
         llama_cpp = import_llama_cpp()
+        # what is not given comes from the machine (run_settings): GPU layers, cores, context
+        run = run_settings(self.path, n_ctx, n_threads, n_gpu_layers, hw)
+        n_ctx, n_threads, n_gpu_layers = run.n_ctx, run.n_threads, run.n_gpu_layers
         self.seed = seed
         self.temperature = temperature
         self.repeat_penalty = repeat_penalty
@@ -129,7 +186,7 @@ class LlamaCppModel:
             "n_ctx": self.context_size, "n_ctx_train": trained_context(meta),
             "n_threads": n_threads, "n_gpu_layers": n_gpu_layers, "seed": seed,
             "temperature": temperature, "repeat_penalty": repeat_penalty,
-            "architecture": meta.get("general.architecture"),
+            "architecture": meta.get("general.architecture"), "defaults": run.why,
         }
         self.stats: dict = {}
 

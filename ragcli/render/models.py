@@ -29,7 +29,8 @@ def human_count(n: Optional[int]) -> str:
 
 def selected_line(selected: Optional[dict]) -> str:
     if not selected:
-        return "no chat model configured: ask answers extractively (set --model, RAGCLI_MODEL or a profile)"
+        return ("no chat model configured: ask answers extractively (get one with `ragcli models pull`, or set "
+                "--model, RAGCLI_MODEL or a profile)")
     where = selected.get("url") or selected.get("path")
     name = f" model {selected['name']}" if selected.get("name") else ""
     profile = f" (profile {selected['profile']})" if selected.get("profile") else ""
@@ -67,4 +68,5 @@ def print_models(out, data: dict) -> None:
                           human_size(f.get("size_bytes")))
         out.print(table)
     else:
-        out.print("no GGUF files found in ~/.ollama, ~/.lmstudio, the Hugging Face cache or ~/models")
+        out.print("no GGUF files found in ~/.ollama, ~/.lmstudio, the Hugging Face cache or ~/models: "
+                  "`ragcli models pull` fetches one")

@@ -53,6 +53,13 @@ def delete_conversation(conn, conversation_id: int) -> bool:
         return bool(conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)).rowcount)
 
 
+def delete_all(conn) -> int:
+    """Delete every conversation, its turns and their sources (one transaction); returns how many.
+    Ids are never given again (AUTOINCREMENT)."""
+    with transaction(conn):
+        return conn.execute("DELETE FROM conversations").rowcount
+
+
 def conversation(conn, conversation_id: int, with_turns: bool = True) -> Optional[Conversation]:
     row = conn.execute(f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE id = ?",
                        (conversation_id,)).fetchone()
