@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from serve_helpers import Server, server_env  # noqa: E402
 
 FORCED = "The bone flap is lifted [S1]. The artery is clipped at its neck [S2]. Edema follows the operation [S1]."
-QUESTION = "what is a craniotomy?"
+QUESTION = "what happens after a craniotomy?"  # its prompt holds S1 and S2
 
 PAGE_ASK = """
 const done = arguments[arguments.length - 1];

@@ -25,7 +25,7 @@ from conftest import requests  # tests/browser/conftest.py
 from serve_helpers import ROOT, Server, server_env
 
 FORCED = "The bone flap is lifted [S1]. The artery is clipped at its neck [S2]. Edema follows [S19] (p. 45)."
-QUESTION = "what is a craniotomy?"
+QUESTION = "what happens after a craniotomy?"  # its prompt holds S1 and S2
 MARKUP = ('<script>window.__pwned = "script"</script> and <img src=x onerror="window.__pwned = \'img\'"> '
           'zanzibarquux')
 KEY = "web-test-key-9c2b"
@@ -103,9 +103,9 @@ def fetch(url: str, headers=None) -> tuple[int, dict, bytes]:
     req = urllib.request.Request(url, headers=headers or {})
     try:
         with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, dict(r.headers), r.read()
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read()
+        return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
 
 
 def test_ask_streams_validated_text_and_a_badge_opens_its_highlighted_page(web, browser, tmp_path):
@@ -144,28 +144,32 @@ def test_ask_streams_validated_text_and_a_badge_opens_its_highlighted_page(web, 
 
     # the image is `show --image` of that passage's page: the same PNG, byte for byte
     status, headers, png = fetch(src)
-    assert status == 200 and headers["Content-Type"] == "image/png" and png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert status == 200 and headers["content-type"] == "image/png" and png[:8] == b"\x89PNG\r\n\x1a\n"
     info = json.loads(fetch(f"{web.url}/web/api/passages/{passage}")[2])
     made = page_image.render(info["file"], info["page"], info["page_end"], info["text"], tmp_path / "show.png")
-    assert int(headers["X-Page"]) == made.page
+    assert int(headers["x-page"]) == made.page
     assert png == (tmp_path / "show.png").read_bytes()
     pdf = browser.find_element("id", "page-pdf").get_attribute("href")
-    assert pdf.endswith(f"/web/api/passages/{passage}/file#page={made.page}")
+    assert pdf.endswith(f"/web/api/passages/{passage}/file#page={info['page']}")
     status, headers, body = fetch(pdf.split("#")[0])
-    assert status == 200 and headers["Content-Type"] == "application/pdf" and body[:5] == b"%PDF-"
+    assert status == 200 and headers["content-type"] == "application/pdf" and body[:5] == b"%PDF-"
 
     screenshot = tmp_path / "web-ui.png"
+    size = browser.get_window_size()
+    browser.set_window_size(1600, 1000)
+    time.sleep(0.3)
     browser.save_screenshot(str(screenshot))
+    browser.set_window_size(size["width"], size["height"])
     if os.environ.get("RAGCLI_WEB_SCREENSHOT"):  # the README's picture: RAGCLI_WEB_SCREENSHOT=docs/web-ui.png
         shutil.copyfile(screenshot, ROOT / os.environ["RAGCLI_WEB_SCREENSHOT"])
 
     # next page, and back
     browser.find_element("id", "page-next").click()
-    wait_for(browser, f"document.getElementById('page-image').src.endsWith('?page={made.page + 1}') && "
+    wait_for(browser, f"document.getElementById('page-image').src.endsWith('?page={info['page'] + 1}') && "
                       "document.getElementById('page-image').complete && "
                       "document.getElementById('page-image').naturalWidth > 0", 120)
     browser.find_element("id", "page-prev").click()
-    wait_for(browser, f"document.getElementById('page-image').src.endsWith('?page={made.page}')", 30)
+    wait_for(browser, f"document.getElementById('page-image').src.endsWith('?page={info['page']}')", 30)
     browser.find_element("id", "page-close").click()
     assert not browser.execute_script("return document.getElementById('page-view').open")
 
@@ -256,8 +260,8 @@ def test_the_page_asked_no_other_host_and_carries_its_policy(web, browser):
     foreign = [u for u in urls if not (u.startswith(web.url + "/") or u.startswith(("data:", "about:", "blob:")))]
     assert not foreign, foreign
     status, headers, body = fetch(web.url + "/")
-    assert status == 200 and "script-src 'self'" in headers["Content-Security-Policy"]
-    assert "default-src 'none'" in headers["Content-Security-Policy"]
+    assert status == 200 and "script-src 'self'" in headers["content-security-policy"]
+    assert "default-src 'none'" in headers["content-security-policy"]
     csp_errors = [e for e in browser.get_log("browser") if "Content Security Policy" in e.get("message", "")]
     assert not csp_errors, csp_errors  # the page itself needs nothing the policy forbids
 

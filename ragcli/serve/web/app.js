@@ -154,14 +154,13 @@
     const answered = data.status !== "no_answer" && (data.answer || "").trim();
     const body = el("div", { class: "answer" });
     if (answered && data.claims && data.claims.length) {
-      for (const claim of data.claims) {
+      for (const claim of data.claims) {  // each sentence: its support mark, its text, its badges
         const inline = LABEL.test(claim.text);
         LABEL.lastIndex = 0;
-        body.append(...withBadges(claim.text, box));
-        if (!inline) for (const label of claim.citations || []) body.append(badge(label, box));
         const m = mark(claim);
-        if (m) body.append(m);
-        body.append(" ");
+        const sentence = el("span", { class: "claim" }, m, m ? " " : null, withBadges(claim.text, box));
+        if (!inline) for (const label of claim.citations || []) sentence.append(badge(label, box));
+        body.append(sentence, " ");
       }
     } else if (answered) body.append(...withBadges(data.answer, box));
     if (answered) box.append(body);
@@ -242,7 +241,7 @@
     const rows = await getJSON("/web/api/conversations");
     $("conversations").replaceChildren(...rows.map((c) => el("li", {},
       el("button", { type: "button", "data-id": c.id, "aria-current": String(c.id === state.conversation),
-        onclick: () => openConversation(c.id) }, c.title, el("span", { class: "dim" }, ` · ${c.turn_count} turns`)))));
+        onclick: () => openConversation(c.id) }, c.title, el("span", { class: "dim" }, ` · ${c.turn_count} turn${c.turn_count === 1 ? "" : "s"}`)))));
   }
 
   async function openConversation(id) {
@@ -281,17 +280,18 @@
       const info = await getJSON(`/web/api/passages/${passage}`);
       page.count = info.page_count;
       $("page-title").textContent = `${info.book_title} · p. ${info.page_label}`;
-      showPage(number || info.page);
+      showPage(number || info.page, !number);
     } catch (error) {
       $("page-error").textContent = error.message;
     }
   }
 
-  function showPage(number) {
+  // `best`: the page of the passage where most of it is found (show --image's choice), else page `number`
+  function showPage(number, best) {
     page.number = number;
     const img = $("page-image");
     img.alt = `page ${number} of ${$("page-title").textContent}, the passage highlighted`;
-    img.src = `/web/api/passages/${page.passage}/page.png${number ? `?page=${number}` : ""}`;
+    img.src = `/web/api/passages/${page.passage}/page.png${best ? "" : `?page=${number}`}`;
     $("page-number").textContent = `pdf page ${number} of ${page.count}`;
     $("page-prev").disabled = number <= 1;
     $("page-next").disabled = number >= page.count;
