@@ -173,6 +173,17 @@ def test_ask_streams_validated_text_and_a_badge_opens_its_highlighted_page(web, 
     browser.find_element("id", "page-close").click()
     assert not browser.execute_script("return document.getElementById('page-view').open")
 
+    # by keyboard: a badge takes focus (its card lights up), Enter opens the page, Escape closes it
+    from selenium.webdriver.common.keys import Keys
+
+    s1 = next(b for b in turn.find_elements("css selector", ".answer .badge") if b.text == "[S1]")
+    browser.execute_script("arguments[0].focus()", s1)
+    assert [c.get_attribute("data-label") for c in turn.find_elements("css selector", ".card.highlight")] == ["S1"]
+    s1.send_keys(Keys.ENTER)
+    wait_for(browser, "document.getElementById('page-view').open", 30)
+    browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+    wait_for(browser, "!document.getElementById('page-view').open", 10)
+
 
 def test_markup_in_a_book_and_a_question_is_shown_as_text_and_never_runs(web, browser):
     open_page(browser, web.url)
@@ -252,6 +263,18 @@ def test_a_conversation_continues_from_the_side_list_and_survives_a_reload(web, 
     questions = [q.text for q in browser.find_elements("css selector", "#turns .question")]
     assert questions == [QUESTION, "and what happens to it at the end?"]
     assert browser.find_elements("css selector", "#turns .turn:last-child .badge")
+
+    # at a phone's width: one column, nothing wider than the screen, the question box still there
+    size = browser.get_window_size()
+    browser.set_window_size(390, 844)
+    try:
+        wait_for(browser, "window.innerWidth <= 400", 10)
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        assert browser.find_element("id", "question").is_displayed()
+        side, main = (browser.find_element("id", i).rect for i in ("side", "main"))
+        assert main["y"] >= side["y"] + side["height"] - 1  # the side list above, not beside
+    finally:
+        browser.set_window_size(size["width"], size["height"])
 
 
 def test_the_page_asked_no_other_host_and_carries_its_policy(web, browser):
