@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -71,13 +70,3 @@ def requests(driver) -> list[str]:
             request = message["params"]["request"]
             driver.requested.append(f'{request["method"]} {request["url"]}')
     return driver.requested
-
-
-@pytest.fixture(scope="session")
-def browser_ok():
-    """Whether a browser can run here (for tests that need one only for part of their work)."""
-    return not _missing()
-
-
-def chromium_present() -> bool:
-    return bool(shutil.which(CHROMIUM))
