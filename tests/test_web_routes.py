@@ -109,7 +109,11 @@ def test_upload_ingests_into_the_folder_only(keyed, tmp_path):
     status, _, data = call(keyed, "POST", "/web/api/upload?name=../../escape.md", auth, text)
     assert status == 200, data  # the name is cut to its last part: the file lands in the folder
     assert (keyed.uploads / "escape.md").read_bytes() == text
-    assert json.loads(data)[0]["status"] in ("ingested", "added", "ok") or json.loads(data)[0].get("book_id"), data
+    report = json.loads(data)
+    assert [r["status"] for r in report] == ["added"] and report[0]["passages"] >= 1, report
+    status, _, data = call(keyed, "POST", "/search", {**auth, "Content-Type": "application/json"},
+                           json.dumps({"query": "quokkaflux valve", "k": 1}).encode())
+    assert status == 200 and "quokkaflux" in json.loads(data)[0]["text"]  # searchable at once
     status, _, data = call(keyed, "POST", "/web/api/upload?name=escape.md", auth, text)
     assert status == 400 and "already" in json.loads(data)["error"]["message"]
     status, _, data = call(keyed, "POST", "/web/api/upload?name=run.sh", auth, b"echo hi")

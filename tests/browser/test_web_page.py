@@ -197,6 +197,7 @@ def test_markup_in_a_book_and_a_question_is_shown_as_text_and_never_runs(web, br
     # the library shows the book's title, markup and all, as text
     browser.find_element("css selector", '.tab[data-view="books"]').click()
     wait_for(browser, "document.querySelector('#books tbody tr')", 30)
+    assert browser.find_element("id", "upload-form").is_displayed()  # started with --allow-ingest
     titles = [td.text for td in browser.find_elements("css selector", "#books tbody td:first-child")]
     assert any("<script>" in t and "onerror" in t for t in titles), titles
     # the conversation list shows the question as text
@@ -329,6 +330,10 @@ def test_with_a_key_the_page_shows_only_the_key_form_until_it_is_given(keyed, br
     assert browser.find_elements("css selector", "#turns .turn .card")
     browser.find_element("css selector", '.tab[data-view="books"]').click()
     wait_for(browser, "document.querySelectorAll('#books tbody tr').length === 4", 30)
+    assert not browser.find_element("id", "upload-form").is_displayed()  # no --allow-ingest: no upload
+    refused = browser.execute_async_script("""const done = arguments[0];
+        fetch('/web/api/upload?name=x.md', {method: 'POST', body: 'text'}).then(r => done(r.status));""")
+    assert refused == 403
     # after a reload the cookie still opens the page: the key is asked for once
     browser.refresh()
     wait_for(browser, "document.body.dataset.ready === 'true'", 30)
