@@ -28,6 +28,7 @@ FORCED = "The bone flap is lifted [S1]. The artery is clipped at its neck [S2]. 
 QUESTION = "what happens after a craniotomy?"  # its prompt holds S1 and S2
 MARKUP = ('<script>window.__pwned = "script"</script> and <img src=x onerror="window.__pwned = \'img\'"> '
           'zanzibarquux')
+UNBACKED = "Surgeons usually shave the whole head the night before [S1]."
 KEY = "web-test-key-9c2b"
 WAIT = 300  # seconds: the tiny model on a busy 2-core machine
 
@@ -278,16 +279,36 @@ def test_a_conversation_continues_from_the_side_list_and_survives_a_reload(web, 
         browser.set_window_size(size["width"], size["height"])
 
 
-def test_the_page_asked_no_other_host_and_carries_its_policy(web, browser):
-    urls = [r.split(" ", 1)[1] for r in requests(browser)]
-    assert urls, "the performance log recorded no request"
-    foreign = [u for u in urls if not (u.startswith(web.url + "/") or u.startswith(("data:", "about:", "blob:")))]
-    assert not foreign, foreign
-    status, headers, body = fetch(web.url + "/")
-    assert status == 200 and "script-src 'self'" in headers["content-security-policy"]
-    assert "default-src 'none'" in headers["content-security-policy"]
-    csp_errors = [e for e in browser.get_log("browser") if "Content Security Policy" in e.get("message", "")]
-    assert not csp_errors, csp_errors  # the page itself needs nothing the policy forbids
+@pytest.fixture(scope="module")
+def withdrawing(template_db, tiny_gguf, model_cache, tmp_path_factory):
+    """A server whose model writes an answer no passage backs (as tests/test_ask.py's
+    test_an_unbacked_answer_is_no_answer_after_one_call): ragcli withdraws it."""
+    from ragcli.models.grammars import forced_text_grammar
+
+    work = tmp_path_factory.mktemp("web-withdrawn")
+    corpus = work / "corpus.db"
+    shutil.copyfile(template_db["path"], corpus)
+    grammar = work / "forced.gbnf"
+    grammar.write_text(forced_text_grammar(UNBACKED))
+    server = Server(["--db", corpus, "--model", tiny_gguf, "--ctx", "2048", "--max-tokens", "160",
+                     "--grammar-file", grammar], server_env(model_cache, work / "home"), work / "serve.log")
+    yield server
+    server.stop()
+
+
+def test_a_withdrawn_draft_is_replaced_by_the_reason_and_the_nearest_passages(withdrawing, browser):
+    open_page(browser, withdrawing.url)
+    ask(browser, "what is a craniotomy?")
+    seen = browser.execute_script("return window.__seen;")
+    assert any("Surgeons usually shave" in s for s in seen), "the draft was not shown while it streamed"
+    turn = browser.find_elements("css selector", "#turns .turn")[-1]
+    assert "Surgeons usually shave" not in turn.text  # taken away
+    assert not turn.find_elements("css selector", ".answer")
+    assert turn.find_element("css selector", ".notice").text.startswith("not answered")
+    assert "status: no_answer" in turn.text
+    nearest = turn.find_element("css selector", ".sources")
+    assert nearest.get_attribute("aria-label") == "Nearest passages"
+    assert nearest.find_elements("css selector", ".card")
 
 
 @pytest.fixture(scope="module")
@@ -339,3 +360,16 @@ def test_with_a_key_the_page_shows_only_the_key_form_until_it_is_given(keyed, br
     wait_for(browser, "document.body.dataset.ready === 'true'", 30)
     assert browser.find_element("id", "key-view").get_attribute("hidden") is not None
     browser.delete_all_cookies()
+
+
+def test_the_page_asked_no_other_host_and_carries_its_policy(web, browser):
+    """Every request of the tests above (this one runs last) went to one of the test servers."""
+    urls = [r.split(" ", 1)[1] for r in requests(browser)]
+    assert len(urls) > 20, "the performance log recorded too few requests"
+    foreign = [u for u in urls if not (u.startswith(("http://127.0.0.1:", "data:", "about:", "blob:")))]
+    assert not foreign, foreign
+    status, headers, body = fetch(web.url + "/")
+    assert status == 200 and "script-src 'self'" in headers["content-security-policy"]
+    assert "default-src 'none'" in headers["content-security-policy"]
+    csp_errors = [e for e in browser.get_log("browser") if "Content Security Policy" in e.get("message", "")]
+    assert not csp_errors, csp_errors  # the page itself needs nothing the policy forbids
