@@ -442,8 +442,9 @@ def run(library: Library, host: str, port: int, api_key: Optional[str], parallel
     check_bind(host, api_key)
     app = create_app(library, api_key, parallel, waiting)
     shown = f"[{host}]" if ":" in host else host
-    log(f"http://{shown}:{port}/ (the page), http://{shown}:{port}/v1 (OpenAI-compatible), model {library.model_name or 'none (extractive answers)'}, "
-        f"{parallel} at once, {waiting} queued, {'API key required' if api_key else 'no API key (loopback only)'}")
+    log(f"http://{shown}:{port}/ (the page), http://{shown}:{port}/v1 (OpenAI-compatible), "
+        f"model {library.model_name or 'none (extractive answers)'}, {parallel} at once, {waiting} queued, "
+        f"{'API key required' if api_key else 'no API key (loopback only)'}")
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             timeout_graceful_shutdown=5)
     uvicorn.Server(config).run()
