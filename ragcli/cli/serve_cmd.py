@@ -43,6 +43,16 @@ def _library(db, embed_model, model, model_name, ctx, threads, gpu_layers, seed,
                    ingest_root=ingest_root)
 
 
+def _ingest_root(allow_ingest: Optional[str]):
+    """--allow-ingest FOLDER: an existing folder, or None (read-only)."""
+    if not allow_ingest:
+        return None
+    root = path_arg(allow_ingest)
+    if not root.is_dir():
+        raise UsageError(f"--allow-ingest needs an existing folder: {root} is not one")
+    return root
+
+
 @app.command()
 @handle_errors
 def serve(
@@ -59,15 +69,20 @@ def serve(
     model: ModelOpt = None, model_name: ModelNameOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None,
     gpu_layers: GpuOpt = None, seed: SeedOpt = None, temperature: TempOpt = None, max_tokens: MaxTokOpt = None,
     grammar_file: GrammarOpt = None, db: DbOpt = None, embed_model: EmbedOpt = None,
+    allow_ingest: Annotated[Optional[str], typer.Option("--allow-ingest", metavar="FOLDER", show_default=False,
+                                                        help="Let the page upload books: saved into FOLDER and "
+                                                        "ingested (default: read-only).")] = None,
 ) -> None:
-    """Serve the books over HTTP: an OpenAI-compatible /v1/chat/completions whose replies keep their
-    citations, and /search, /ask, /books, /summaries with the same JSON as --json."""
+    """Serve the books over HTTP: a page at / (ask, the cited pages, conversations, summaries), an
+    OpenAI-compatible /v1/chat/completions whose replies keep their citations, and /search, /ask,
+    /books, /summaries with the same JSON as --json."""
     from ragcli.serve import http
 
     key = api_key or os.environ.get("RAGCLI_SERVE_KEY") or None
     http.check_bind(host, key)  # before anything loads
+    root = _ingest_root(allow_ingest)
     library = _library(db, embed_model, model, model_name, ctx, threads, gpu_layers, seed, temperature,
-                       max_tokens, grammar_file, copies=parallel)
+                       max_tokens, grammar_file, copies=parallel, ingest_root=root)
     http.run(library, host, port, key, parallel, queue)
 
 
@@ -85,11 +100,7 @@ def mcp(
     server over stdio: search, ask, books, summaries, read_passage."""
     from ragcli.serve import mcp as server
 
-    root = None
-    if allow_ingest:
-        root = path_arg(allow_ingest)
-        if not root.is_dir():
-            raise UsageError(f"--allow-ingest needs an existing folder: {root} is not one")
+    root = _ingest_root(allow_ingest)
     library = _library(db, embed_model, model, model_name, ctx, threads, gpu_layers, seed, temperature,
                        max_tokens, grammar_file, copies=1, ingest_root=root)
     server.run(library)

@@ -9,6 +9,7 @@
     GET  /summaries                                               = `ragcli summary topics --json`
     GET  /summaries/{topic}[?number=N]                            = `ragcli summary show --json`
     GET  /summaries/{topic}/history                               = `ragcli summary list --json`
+    GET  /  and /web/...                                          the page (serve/web.py)
 
 Errors are JSON, `{"error": {"message", "type", "code"}}`: the CLI's one-line message, and as `code`
 the exit code the CLI gives the same error (2 bad input, 5 not found, ...; null for errors of HTTP
@@ -28,6 +29,7 @@ import json
 import sys
 import threading
 import time
+from types import SimpleNamespace
 from typing import Callable, Optional
 
 from ragcli.conversation import standalone
@@ -385,22 +387,44 @@ def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 
         Route("/summaries/{topic}", endpoint(summary_show), methods=["GET"]),
         Route("/summaries/{topic}/history", endpoint(summary_history), methods=["GET"]),
     ]
+    from ragcli.serve import web  # the page at / (serve/web.py)
+
+    kit = SimpleNamespace(endpoint=endpoint, read_json=read_json, field=field, error_response=error_response,
+                          Mailbox=Mailbox, until_disconnected=until_disconnected, HTTPError=HTTPError,
+                          key_matches=lambda given: key_matches(api_key, given))
+    routes += web.routes(library, admission, kit, api_key)
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed})
     app.state.admission = admission
-    return KeyCheck(app, api_key) if api_key else app
+    return KeyCheck(app, api_key, public=web.PUBLIC) if api_key else app
+
+
+def key_matches(api_key: Optional[str], given: str) -> bool:
+    """The one comparison of a key a client gave with the server's (constant time)."""
+    return bool(api_key) and hmac.compare_digest(given.encode("utf-8"), api_key.encode("utf-8"))
 
 
 class KeyCheck:
-    """ASGI middleware: every request needs `Authorization: Bearer KEY` (401 JSON otherwise)."""
+    """ASGI middleware: every request needs the key, as `Authorization: Bearer KEY` or the page's
+    cookie (serve/web.py: set by its key form, derived from the key); 401 JSON otherwise. `public`:
+    the paths served without it (the page's shell and its key form)."""
 
-    def __init__(self, app, api_key: str):
-        self.app = app
+    def __init__(self, app, api_key: str, public=frozenset()):
+        self.app, self.public = app, public
         self._key = ("Bearer " + api_key).encode("utf-8")
+        from ragcli.serve.web import cookie_token
+
+        self._cookie = cookie_token(api_key).encode("ascii")
+
+    def allows(self, headers: dict) -> bool:
+        from ragcli.serve.web import cookie_of
+
+        if hmac.compare_digest(headers.get(b"authorization", b""), self._key):
+            return True
+        return hmac.compare_digest(cookie_of(headers).encode("latin-1"), self._cookie)
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._key):
+        if scope["type"] == "http" and scope.get("path") not in self.public:
+            if not self.allows(dict(scope.get("headers") or [])):
                 from starlette.responses import JSONResponse
 
                 response = JSONResponse(error_body("missing or wrong API key: send the header "
@@ -418,8 +442,9 @@ def run(library: Library, host: str, port: int, api_key: Optional[str], parallel
     check_bind(host, api_key)
     app = create_app(library, api_key, parallel, waiting)
     shown = f"[{host}]" if ":" in host else host
-    log(f"http://{shown}:{port}/v1 (OpenAI-compatible), model {library.model_name or 'none (extractive answers)'}, "
-        f"{parallel} at once, {waiting} queued, {'API key required' if api_key else 'no API key (loopback only)'}")
+    log(f"http://{shown}:{port}/ (the page), http://{shown}:{port}/v1 (OpenAI-compatible), "
+        f"model {library.model_name or 'none (extractive answers)'}, {parallel} at once, {waiting} queued, "
+        f"{'API key required' if api_key else 'no API key (loopback only)'}")
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             timeout_graceful_shutdown=5)
     uvicorn.Server(config).run()

@@ -13,7 +13,9 @@ closed as the exception passes through it).
 from __future__ import annotations
 
 import queue
+import tempfile
 import threading
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,14 +24,15 @@ from typing import Callable, Iterator, Optional, Sequence
 from ragcli import ask as core, summary
 from ragcli.errors import NotFoundError, RagcliError, UsageError
 from ragcli.ingest import pipeline
-from ragcli.render.data import (books_data, hits_data, ingest_data, passage_data, summary_data, summary_list_data,
-                                topics_data)
+from ragcli.render.data import (books_data, conversation_data, conversation_row, hits_data, ingest_data, passage_data,
+                                summary_data, summary_list_data, topics_data, turn_data)
 from ragcli.search.pipeline import SearchOptions, check_scope, search
 from ragcli.store import corpus, db, files
 
 EMPTY_QUESTION = "the question is empty: ask in a few words, e.g. `ragcli ask \"how to stop bleeding\"`"
 EMPTY_QUERY = "the query is empty: give a few words, e.g. `ragcli search tourniquet`"
 MAX_K = 50
+PAGE_CACHE = 64  # rendered page images kept in memory (about 0.3-1 MB each)
 
 
 class Cancelled(Exception):
@@ -86,6 +89,8 @@ class Library:
         self.ingest_root = ingest_root.resolve() if ingest_root else None
         self._local = threading.local()
         self._write = threading.Lock()  # one ingest at a time (each is its own transaction anyway)
+        self._pages: OrderedDict = OrderedDict()  # page_image's cache, least recently used first
+        self._cache_lock = threading.Lock()
         self.conn()  # a missing or foreign corpus fails now, at start
 
     @property
@@ -184,6 +189,139 @@ class Library:
             raise NotFoundError(f"no passage with id {passage_id} (ids come from search and ask results)")
         before, after = files.neighbours(conn, hit, neighbours, neighbours)
         return passage_data(hit, before, after)
+
+    def passage_page(self, passage_id: int) -> dict:
+        """`show ID --json` of a passage (no neighbours) with its book's `page_count` (the page view's
+        previous/next)."""
+        conn = self.conn()
+        hit = corpus.fetch_hits(conn, [passage_id]).get(passage_id)
+        if hit is None:
+            raise NotFoundError(f"no passage with id {passage_id} (ids come from search and ask results)")
+        books = corpus.list_books(conn, [hit.book_id])
+        return {**passage_data(hit, [], []), "page_count": books[0].page_count if books else hit.page_end}
+
+    def page_image(self, passage_id: int, page: Optional[int] = None) -> tuple[bytes, int]:
+        """`show ID --image`: the PNG of the passage's page with its sentences highlighted (`page`:
+        another page of the same book, for previous/next; the passage is highlighted where it is on
+        it). Returns (PNG bytes, physical page). Rendered once per (passage, page, file state)."""
+        from ragcli.ingest import page_image
+
+        conn = self.conn()
+        hit = corpus.fetch_hits(conn, [passage_id]).get(passage_id)
+        if hit is None:
+            raise NotFoundError(f"no passage with id {passage_id} (ids come from search and ask results)")
+        if not hit.path or not Path(hit.path).is_file():
+            raise NotFoundError(f"the file of book '{hit.book_id}' moved or is gone"
+                                f"{': ' + hit.path if hit.path else ''}; `ragcli sync FOLDER` follows a moved file")
+        start, end = (hit.page_start, hit.page_end) if page is None else (page, page)
+        if start < 1:
+            raise UsageError(f"the page must be 1 or more, not {start}")
+        stat = Path(hit.path).stat()
+        key = (passage_id, start, end, stat.st_mtime_ns, stat.st_size)
+        with self._cache_lock:
+            found = self._pages.get(key)
+            if found is not None:
+                self._pages.move_to_end(key)
+                return found
+        with tempfile.TemporaryDirectory(prefix="ragcli-page-") as tmp:
+            out = Path(tmp) / "page.png"
+            made = page_image.render(hit.path, start, end, hit.text, out)
+            if page is not None and made.page != page:
+                raise NotFoundError(f"book '{hit.book_id}' has no page {page}")
+            found = (out.read_bytes(), made.page)
+        with self._cache_lock:
+            self._pages[key] = found
+            while len(self._pages) > PAGE_CACHE:
+                self._pages.popitem(last=False)
+        return found
+
+    def book_file(self, passage_id: int) -> Path:
+        """The file of a passage's book (the page view's link to the PDF): only a book's own file."""
+        hit = corpus.fetch_hits(self.conn(), [passage_id]).get(passage_id)
+        if hit is None:
+            raise NotFoundError(f"no passage with id {passage_id} (ids come from search and ask results)")
+        if not hit.path or not Path(hit.path).is_file():
+            raise NotFoundError(f"the file of book '{hit.book_id}' moved or is gone")
+        return Path(hit.path)
+
+    # -- conversations ------------------------------------------------------------------------------
+
+    def conversations(self) -> list[dict]:
+        """`ragcli conversations list --json`."""
+        from ragcli import conversation
+
+        return [conversation_row(c) for c in conversation.conversations(self.conn())]
+
+    def conversation_show(self, conversation_id: int) -> dict:
+        """`ragcli conversations show ID --json` (stale turns marked)."""
+        from ragcli import conversation
+
+        return conversation_data(conversation.get(self.conn(), conversation_id))
+
+    def ask_turn(self, question: str, conversation_id: Optional[int] = None,
+                 book: Optional[Sequence[str]] = None, k: int = 10, job: Optional[Job] = None,
+                 on_text: Optional[Callable[[str], None]] = None, on_phase: Optional[Callable[[str], None]] = None,
+                 on_standalone: Optional[Callable[[dict], None]] = None) -> dict:
+        """`ragcli ask -c --json` (`chat`'s turn): the question answered as the next turn of conversation
+        `conversation_id` (None: a new one) and saved; returns turn_data with the answer. The answer
+        carries each sentence's evidence (as `ask --evidence`)."""
+        from ragcli import conversation
+
+        if not (question or "").strip():
+            raise UsageError(EMPTY_QUESTION)
+        _check_k(k, MAX_K)
+        conn = self.conn()
+        talk = None if conversation_id is None else conversation.get(conn, conversation_id)
+        check_scope(conn, _books(book))
+        check = _checking(job)
+        opts = core.AskOptions(k=k, book_ids=_books(book), max_tokens=self.max_tokens, evidence=True,
+                               grammar=self.grammar)
+
+        def text(piece: str) -> None:
+            check()
+            if on_text:
+                on_text(piece)
+
+        def phase(name, *args, **kwargs) -> None:
+            check()
+            if on_phase:
+                on_phase(name)
+
+        def made(standalone) -> None:
+            if on_standalone:
+                on_standalone({"question": standalone.question, "rewritten": standalone.rewritten,
+                               "reason": standalone.reason, "method": standalone.method})
+
+        with self.models.lease() as model:
+            check()
+            turn, answer = conversation.ask_turn(conn, self.embedder, question, model, opts, talk,
+                                                 on_standalone=made, on_text=text, on_phase=phase,
+                                                 on_progress=lambda *a: check())
+        return turn_data(turn, answer)
+
+    def summary_new(self, topic: str, job: Optional[Job] = None, on_text: Optional[Callable[[str], None]] = None,
+                    on_phase: Optional[Callable[[str], None]] = None) -> dict:
+        """`ragcli summary new TOPIC --json`: the topic's next numbered summary, generated and saved."""
+        if not (topic or "").strip():
+            raise UsageError("the topic is empty: give a few words, e.g. `aneurysms`")
+        check = _checking(job)
+
+        def text(piece: str) -> None:
+            check()
+            if on_text:
+                on_text(piece)
+
+        def phase(name, *args, **kwargs) -> None:
+            check()
+            if on_phase:
+                on_phase(name)
+
+        opts = summary.SummaryOptions(grammar=self.grammar)
+        with self.models.lease() as model:
+            check()
+            made = summary.new(self.conn(), self.embedder, topic, model, opts, on_text=text, on_phase=phase,
+                               on_progress=lambda *a: check())
+        return summary_data(made)
 
     # -- writing (MCP --allow-ingest only) ---------------------------------------------------------
 

@@ -1,0 +1,298 @@
+"""The page `ragcli serve` serves at `/`: the books in a browser (ask, the cited pages, conversations,
+topics and their numbered summaries, the library), as plain HTML, CSS and one script shipped in
+ragcli/serve/web/ (no build step, nothing fetched from another host).
+
+    GET  /                                  the page (index.html); /web/app.js, /web/style.css
+    POST /web/key   {key}                   with --api-key: checks the key, keeps it in an HttpOnly,
+                                            SameSite=Strict cookie (the page asks for it once)
+    GET  /web/api/session                   what the page may offer: model, ingest allowed
+    POST /web/api/ask {question, conversation_id?, book?}   SSE: standalone, phase, text, done (the turn)
+    POST /web/api/summaries {topic}         SSE: phase, text, done (the new numbered summary)
+    GET  /web/api/conversations[/{id}]      = `conversations list|show --json`
+    GET  /web/api/passages/{id}             = `show ID --json` with the book's page_count
+    GET  /web/api/passages/{id}/page.png[?page=N]   = `show ID --image`, as PNG, cached
+    GET  /web/api/passages/{id}/file        the book's PDF (the page view links it at #page=N)
+    POST /web/api/upload?name=FILE          the body saved under --allow-ingest FOLDER, then ingested
+
+The books, summaries and topics the page shows come from the JSON routes of serve/http.py (/books,
+/summaries...). Every route here but the page's three files and the key form needs the key when
+the server has one (serve/http.py KeyCheck: the header or this cookie, one check). Every response
+carries a Content-Security-Policy that allows only the page's own script and style and requests
+to this server: a text of a book that reached the page as HTML still could not run.
+
+This module does not import serve/http.py (which mounts it): what it needs of it comes in `kit`.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Callable, Optional
+
+from ragcli.errors import UsageError
+from ragcli.serve.library import Cancelled, Job, Library
+
+COOKIE = "ragcli_key"
+# The page shell and the key form: served without the key (they hold no data of the corpus).
+PUBLIC = frozenset({"/", "/web/app.js", "/web/style.css", "/web/key"})
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
+SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+                    "Referrer-Policy": "no-referrer"}
+FILES = {"/": ("index.html", "text/html; charset=utf-8"),
+         "/web/app.js": ("app.js", "text/javascript; charset=utf-8"),
+         "/web/style.css": ("style.css", "text/css; charset=utf-8")}
+MAX_UPLOAD = 512 << 20  # bytes of an uploaded book
+UPLOAD_SUFFIXES = (".pdf", ".epub", ".docx", ".html", ".htm", ".txt", ".md")
+
+
+def cookie_token(api_key: str) -> str:
+    """The cookie's value: derived from the key (the key itself is never stored in the browser)."""
+    return hmac.new(api_key.encode("utf-8"), b"ragcli web page", hashlib.sha256).hexdigest()
+
+
+def cookie_of(headers: dict) -> str:
+    """The page's cookie from raw ASGI headers (b"cookie" -> value), "" when absent."""
+    raw = headers.get(b"cookie", b"").decode("latin-1")
+    for part in raw.split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == COOKIE:
+            return value
+    return ""
+
+
+def secured(response):
+    """The security headers on a response (an event stream sets its own)."""
+    if not hasattr(response, "headers"):
+        return response
+    for name, value in SECURITY_HEADERS.items():
+        response.headers[name] = value
+    return response
+
+
+def _page_files() -> dict:
+    """The page's files, read once from the package."""
+    folder = resources.files("ragcli.serve") / "web"
+    return {path: ((folder / name).read_bytes(), kind) for path, (name, kind) in FILES.items()}
+
+
+class Events:
+    """A stream of server-sent events (`event: NAME`, `data: JSON`) of one piece of work run in a
+    worker thread: `work(put)` calls put(name, data) as it goes and returns the `done` event's data.
+    As for the chat completions stream, an error before the first event is a plain JSON error."""
+
+    def __init__(self, kit, ticket, job: Job, work: Callable):
+        self.kit, self.ticket, self.job, self.work = kit, ticket, job, work
+
+    async def __call__(self, scope, receive, send) -> None:
+        kit = self.kit
+        box = kit.Mailbox(asyncio.get_running_loop())
+
+        async def produce() -> None:
+            try:
+                box.put("done", await self.ticket.run(lambda: self.work(box.put)))
+            except BaseException as exc:  # noqa: BLE001 - handed to the stream, which reports it
+                box.put("error", exc)
+            finally:
+                self.ticket.release()
+
+        worker = asyncio.ensure_future(produce())
+        watcher = asyncio.ensure_future(kit.until_disconnected(receive, self.job))
+        try:
+            await self._stream(box, scope, receive, send)
+        except OSError:  # the client is gone
+            self.job.cancel()
+        finally:
+            watcher.cancel()
+            if not worker.done():
+                self.job.cancel()
+
+    async def _stream(self, box, scope, receive, send) -> None:
+        batch = await box.take()
+        if batch[0][0] == "error":
+            if not isinstance(batch[0][1], Cancelled):
+                await secured(self.kit.error_response(batch[0][1]))(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"), *((k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items())]})
+        while True:
+            out, text = [], ""
+            for name, data in batch:
+                if name == "text":  # a batch's text as one event
+                    text += data
+                    continue
+                if text:
+                    out.append(_event("text", {"text": text}))
+                    text = ""
+                if name == "error":
+                    if isinstance(data, Cancelled):
+                        return
+                    out.append(_event("error", _error_data(data)))
+                else:
+                    out.append(_event(name, data))
+                if name in ("done", "error"):
+                    await send({"type": "http.response.body", "body": "".join(out).encode("utf-8"),
+                                "more_body": False})
+                    return
+            if text:
+                out.append(_event("text", {"text": text}))
+            await send({"type": "http.response.body", "body": "".join(out).encode("utf-8"), "more_body": True})
+            batch = await box.take()
+
+
+def _event(name: str, data) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _error_data(exc: BaseException) -> dict:
+    from ragcli.errors import RagcliError
+
+    message = str(exc) if isinstance(exc, RagcliError) else f"internal error: {type(exc).__name__}: {exc}"
+    return {"message": message, "code": getattr(exc, "exit_code", 70)}
+
+
+def _number(text: Optional[str], name: str) -> Optional[int]:
+    if text is None or text == "":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"`{name}` must be a whole number of 1 or more, not {text!r}")
+    return int(text)
+
+
+def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
+    """The page's routes, each wrapped by `kit.endpoint` (errors as JSON) and given the security headers.
+    `kit`: serve/http.py's endpoint, read_json, field, error_response, Mailbox, until_disconnected."""
+    from starlette.responses import FileResponse, JSONResponse, Response
+    from starlette.routing import Route
+
+    files = _page_files()
+
+    def guarded(handler):
+        async def run(request):
+            return secured(await handler(request))
+        return kit.endpoint(run)
+
+    async def page_file(request):
+        body, kind = files[request.url.path]
+        return Response(body, media_type=kind, headers={"Cache-Control": "no-cache"})
+
+    async def key_form(request):
+        data = await kit.read_json(request)
+        given = kit.field(data, "key", str, "")
+        if not api_key:
+            return JSONResponse({"ok": True, "key_required": False})
+        if not kit.key_matches(given):
+            return JSONResponse({"error": {"message": "wrong API key", "type": "unauthorized", "code": None}},
+                                status_code=401)
+        response = JSONResponse({"ok": True, "key_required": True})
+        response.set_cookie(COOKIE, cookie_token(api_key), httponly=True, samesite="strict", path="/")
+        return response
+
+    async def blocking(fn: Callable):
+        ticket = admission.admit()
+        try:
+            return await ticket.run(fn)
+        finally:
+            ticket.release()
+
+    async def session(request):
+        return JSONResponse({"model": library.model_name, "ingest": library.ingest_root is not None,
+                             "key_required": bool(api_key)})
+
+    async def conversations(request):
+        return JSONResponse(await blocking(library.conversations))
+
+    async def conversation(request):
+        cid = _number(request.path_params["cid"], "conversation id")
+        return JSONResponse(await blocking(lambda: library.conversation_show(cid)))
+
+    async def ask(request):
+        data = await kit.read_json(request)
+        question = kit.field(data, "question", str, "")
+        cid = kit.field(data, "conversation_id", int)
+        book = kit.field(data, "book", list)
+        if cid is not None and cid < 1:
+            raise UsageError("`conversation_id` must be 1 or more")
+        ticket, job = admission.admit(), Job()
+
+        def work(put):
+            return library.ask_turn(question, cid, book=book, job=job, on_text=lambda t: put("text", t),
+                                    on_phase=lambda name: put("phase", {"name": name}),
+                                    on_standalone=lambda made: put("standalone", made))
+        return Events(kit, ticket, job, work)
+
+    async def summary_new(request):
+        data = await kit.read_json(request)
+        topic = kit.field(data, "topic", str, "")
+        ticket, job = admission.admit(), Job()
+
+        def work(put):
+            return library.summary_new(topic, job=job, on_text=lambda t: put("text", t),
+                                       on_phase=lambda name: put("phase", {"name": name}))
+        return Events(kit, ticket, job, work)
+
+    async def passage(request):
+        pid = _number(request.path_params["pid"], "passage id")
+        return JSONResponse(await blocking(lambda: library.passage_page(pid)))
+
+    async def page_png(request):
+        pid = _number(request.path_params["pid"], "passage id")
+        page = _number(request.query_params.get("page"), "page")
+        png, number = await blocking(lambda: library.page_image(pid, page))
+        return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=3600",
+                                                              "X-Page": str(number)})
+
+    async def book_file(request):
+        pid = _number(request.path_params["pid"], "passage id")
+        path = await blocking(lambda: library.book_file(pid))
+        media = "application/pdf" if path.suffix.lower() == ".pdf" else "application/octet-stream"
+        return FileResponse(path, media_type=media, content_disposition_type="inline", filename=path.name)
+
+    async def upload(request):
+        if library.ingest_root is None:
+            raise kit.HTTPError(403, "uploading is off: start the server with --allow-ingest FOLDER",
+                                "forbidden", 2)
+        name = Path(request.query_params.get("name") or "").name
+        if not name or name.startswith(".") or not name.lower().endswith(UPLOAD_SUFFIXES):
+            raise UsageError(f"`name` must be a file name ending in {', '.join(UPLOAD_SUFFIXES)}, not {name!r}")
+        target = library.ingest_root / name
+        if target.exists():
+            raise UsageError(f"{name} is already in {library.ingest_root}: rename the file to add it again")
+        handle, partial = tempfile.mkstemp(prefix=".upload-", dir=library.ingest_root)
+        size = 0
+        try:
+            with os.fdopen(handle, "wb") as out:
+                async for part in request.stream():
+                    size += len(part)
+                    if size > MAX_UPLOAD:
+                        raise kit.HTTPError(413, f"the file is larger than {MAX_UPLOAD >> 20} MB", "request_too_large",
+                                            None)
+                    out.write(part)
+            if not size:
+                raise UsageError("the upload is empty")
+            os.replace(partial, target)
+        finally:
+            if os.path.exists(partial):
+                os.unlink(partial)
+        return JSONResponse(await blocking(lambda: library.ingest(str(target))))
+
+    return [
+        Route(path, guarded(page_file), methods=["GET"]) for path in FILES
+    ] + [
+        Route("/web/key", guarded(key_form), methods=["POST"]),
+        Route("/web/api/session", guarded(session), methods=["GET"]),
+        Route("/web/api/ask", guarded(ask), methods=["POST"]),
+        Route("/web/api/summaries", guarded(summary_new), methods=["POST"]),
+        Route("/web/api/conversations", guarded(conversations), methods=["GET"]),
+        Route("/web/api/conversations/{cid}", guarded(conversation), methods=["GET"]),
+        Route("/web/api/passages/{pid}", guarded(passage), methods=["GET"]),
+        Route("/web/api/passages/{pid}/page.png", guarded(page_png), methods=["GET"]),
+        Route("/web/api/passages/{pid}/file", kit.endpoint(book_file), methods=["GET"]),
+        Route("/web/api/upload", guarded(upload), methods=["POST"]),
+    ]

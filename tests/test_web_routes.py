@@ -1,0 +1,130 @@
+"""The page's routes (serve/web.py) without a browser: every route of the server needs the key when one
+is set (by header or by the page's cookie), the page is small, and its security headers are there.
+tests/browser/ drives the page itself."""
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from serve_helpers import Server, server_env
+
+KEY = "route-walk-key-41f0"
+WEB = Path(__file__).resolve().parents[1] / "ragcli" / "serve" / "web"
+PARAMS = {"topic": "aneurysms", "cid": "1", "pid": "1"}
+
+
+@pytest.fixture(scope="module")
+def keyed(template_db, model_cache, tmp_path_factory):
+    work = tmp_path_factory.mktemp("routes")
+    corpus = work / "corpus.db"
+    shutil.copyfile(template_db["path"], corpus)
+    uploads = work / "uploads"
+    uploads.mkdir()
+    server = Server(["--db", corpus, "--api-key", KEY, "--allow-ingest", uploads],
+                    server_env(model_cache, work / "home"), work / "serve.log", key=KEY)
+    server.db, server.uploads = corpus, uploads
+    yield server
+    server.stop()
+
+
+def call(server, method: str, path: str, headers=None, body=None):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+    conn.request(method, path, body=body, headers=headers or {})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, dict(response.getheaders()), data
+
+
+def every_route(db: Path) -> list[tuple[str, str]]:
+    """(method, path) of every route the server has, path parameters filled in."""
+    from ragcli.serve.http import create_app
+    from ragcli.serve.library import Library
+
+    app = create_app(Library(db, None), api_key=KEY).app  # inside KeyCheck
+    out = []
+    for route in app.routes:
+        path = re.sub(r"\{(\w+)\}", lambda m: PARAMS[m.group(1)], route.path)
+        out += [(method, path) for method in sorted(route.methods - {"HEAD"})]
+    return out
+
+
+def test_every_route_needs_the_key_but_the_page_shell(keyed):
+    from ragcli.serve.web import PUBLIC, cookie_token
+
+    routes = every_route(keyed.db)
+    assert ("GET", "/") in routes and ("POST", "/web/api/ask") in routes and ("GET", "/books") in routes
+    body = json.dumps({"question": "what is a craniotomy?", "topic": "aneurysms", "key": "wrong"}).encode()
+    for method, path in routes:
+        send = body if method == "POST" else None
+        kind = {"Content-Type": "application/json"}
+        status, headers, data = call(keyed, method, path, kind, send)
+        if path in PUBLIC:
+            assert status != 401 or path == "/web/key", (method, path, status)
+            continue
+        assert status == 401, (method, path, status, data[:200])
+        assert json.loads(data)["error"]["type"] == "unauthorized"
+        for wrong in ({"Authorization": "Bearer nope"}, {"Cookie": "ragcli_key=" + cookie_token("nope")},
+                      {"Cookie": f"ragcli_key={KEY}"}):  # the key itself is not the cookie's value
+            assert call(keyed, method, path, {**kind, **wrong}, send)[0] == 401, (method, path, wrong)
+        for right in ({"Authorization": f"Bearer {KEY}"}, {"Cookie": "ragcli_key=" + cookie_token(KEY)}):
+            status = call(keyed, method, path, {**kind, **right}, send)[0]
+            assert status not in (401, 500), (method, path, right, status)
+
+
+def test_the_key_form_sets_an_httponly_strict_cookie_only_for_the_right_key(keyed):
+    from ragcli.serve.web import cookie_token
+
+    status, headers, _ = call(keyed, "POST", "/web/key", {"Content-Type": "application/json"},
+                              json.dumps({"key": "nope"}).encode())
+    assert status == 401 and "set-cookie" not in {k.lower() for k in headers}
+    status, headers, _ = call(keyed, "POST", "/web/key", {"Content-Type": "application/json"},
+                              json.dumps({"key": KEY}).encode())
+    cookie = next(v for k, v in headers.items() if k.lower() == "set-cookie")
+    assert status == 200 and cookie.startswith(f"ragcli_key={cookie_token(KEY)};")
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and KEY not in cookie
+
+
+def test_the_page_is_small_and_carries_its_policy(keyed):
+    size = sum(p.stat().st_size for p in WEB.iterdir())
+    assert size <= 150 * 1024, f"the page is {size} bytes"
+    for path in ("/", "/web/app.js", "/web/style.css"):
+        status, headers, data = call(keyed, "GET", path)
+        assert status == 200 and data == (WEB / {"/": "index.html"}.get(path, path.rsplit("/", 1)[1])).read_bytes()
+        assert "script-src 'self'" in headers["content-security-policy"]
+        assert headers["x-content-type-options"] == "nosniff"
+    html = (WEB / "index.html").read_text()
+    assert "http://" not in html and "https://" not in html and "<script>" not in html  # no inline script
+    assert "http://" not in (WEB / "app.js").read_text() and "innerHTML" not in (WEB / "app.js").read_text()
+
+
+def test_upload_ingests_into_the_folder_only(keyed, tmp_path):
+    auth = {"Authorization": f"Bearer {KEY}"}
+    text = b"# Upload notes\n\nThe quokkaflux valve must be closed before the pump starts.\n"
+    status, _, data = call(keyed, "POST", "/web/api/upload?name=../../escape.md", auth, text)
+    assert status == 200, data  # the name is cut to its last part: the file lands in the folder
+    assert (keyed.uploads / "escape.md").read_bytes() == text
+    report = json.loads(data)
+    assert [r["status"] for r in report] == ["added"] and report[0]["passages"] >= 1, report
+    status, _, data = call(keyed, "POST", "/search", {**auth, "Content-Type": "application/json"},
+                           json.dumps({"query": "quokkaflux valve", "k": 1}).encode())
+    assert status == 200 and "quokkaflux" in json.loads(data)[0]["text"]  # searchable at once
+    status, _, data = call(keyed, "POST", "/web/api/upload?name=escape.md", auth, text)
+    assert status == 400 and "already" in json.loads(data)["error"]["message"]
+    status, _, data = call(keyed, "POST", "/web/api/upload?name=run.sh", auth, b"echo hi")
+    assert status == 400
+    assert sorted(p.name for p in keyed.uploads.iterdir()) == ["escape.md"]  # no partial file left behind
+
+
+def test_a_missing_passage_or_page_is_a_json_404(keyed):
+    auth = {"Authorization": f"Bearer {KEY}"}
+    for path in ("/web/api/passages/999999", "/web/api/passages/999999/page.png", "/web/api/conversations/42"):
+        status, _, data = call(keyed, "GET", path, auth)
+        assert status == 404 and json.loads(data)["error"]["code"] == 5, (path, data)
+    status, _, data = call(keyed, "GET", "/web/api/passages/abc", auth)
+    assert status == 400
