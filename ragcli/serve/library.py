@@ -21,7 +21,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from ragcli import ask as core, summary
 from ragcli.errors import NotFoundError, RagcliError, UsageError
-from ragcli.ingest import pipeline
+from ragcli.ingest import paths, pipeline
 from ragcli.render.data import (books_data, hits_data, ingest_data, passage_data, summary_data, summary_list_data,
                                 topics_data)
 from ragcli.search.pipeline import SearchOptions, check_scope, search
@@ -189,24 +189,31 @@ class Library:
 
     def ingest(self, path: str) -> list[dict]:
         """`ragcli ingest PATH --json` for a file or folder under `ingest_root`; a file that fails is
-        reported in its entry (status "failed", error), as the CLI does."""
+        reported in its entry (status "failed", error), as the CLI does; a symlink leaving the folder
+        or a folder reached twice is an entry of status "skipped" (ingest/paths.py), never read."""
         if self.ingest_root is None:
             raise UsageError("ingesting is off: start the server with --allow-ingest FOLDER")
+        if "\x00" in path:
+            raise UsageError("the path contains a NUL character")
         target = Path(path).expanduser()
         if not target.is_absolute():
             target = self.ingest_root / target
         target = target.resolve()
-        if target != self.ingest_root and self.ingest_root not in target.parents:
+        root = str(self.ingest_root)
+        if not paths.inside(str(target), [root]):
             raise UsageError(f"{path} is outside {self.ingest_root}, the folder this server may ingest from")
         if not target.exists():
             raise NotFoundError(f"{target}: no such file")
-        files = pipeline.discover([str(target)])
-        if not files:
+        notes: list[str] = []
+        found = pipeline.discover([str(target)], notes=notes, roots=[root])
+        if not found and not notes:
             raise UsageError("no supported files (PDF, EPUB, DOCX, HTML, ...) found there")
-        results = []
+        results = [pipeline.IngestResult(note.split(": skipped")[0], "skipped", error=note) for note in notes]
         with self._write:
-            for f in files:
+            for f in found:
                 try:
+                    if not paths.inside(paths.real(f), [root]):  # replaced by a link since the walk
+                        raise UsageError(f"{f}: skipped, it links outside the allowed folder")
                     results.append(pipeline.ingest_file(self.conn(), f, self.embedder))
                 except RagcliError as exc:
                     results.append(pipeline.IngestResult(str(f), "failed", error=str(exc), exit_code=exc.exit_code))
