@@ -222,11 +222,23 @@ def _check_text(text: str) -> None:
                              "\\ud800)", "invalid_request_error") from exc
 
 
+SCHEMA_WORDS = {"int_type": "must be an integer", "string_type": "must be a string", "bool_type": "must be true or false",
+                "list_type": "must be a list", "model_type": "must be an object", "dict_type": "must be an object",
+                "missing": "is required", "extra_forbidden": "is not a field of this request",
+                "too_short": "must be a non-empty list", "int_from_float": "must be an integer"}
+
+
 def schema_message(exc) -> str:
-    """A pydantic ValidationError as one line: the first bad field and what it must be."""
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ())) or "body"
-    return f"`{where}`: {first.get('msg', 'invalid')}"
+    """A pydantic ValidationError as one line: the bad field and what it must be (of a union's
+    alternatives, the one that got furthest: `content: [{"text": 123}]` names the part's text)."""
+    errors = exc.errors()
+    first = max(errors, key=lambda e: len(e.get("loc", ())))
+    loc = [str(p) for p in first.get("loc", ()) if not str(p).startswith(("str", "list[", "function-"))]
+    where = ".".join(loc) or "body"
+    words = SCHEMA_WORDS.get(first.get("type", ""), first.get("msg", "is not valid").lower())
+    if where in ("book",) and first.get("type") in ("string_type", "list_type"):
+        words = "must be a book id or a list of them"
+    return f"`{where}` {words}"
 
 
 async def until_disconnected(receive, job: Job) -> None:
