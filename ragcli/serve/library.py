@@ -30,6 +30,7 @@ from ragcli.store import corpus, db, files
 EMPTY_QUESTION = "the question is empty: ask in a few words, e.g. `ragcli ask \"how to stop bleeding\"`"
 EMPTY_QUERY = "the query is empty: give a few words, e.g. `ragcli search tourniquet`"
 MAX_K = 50
+SQLITE_MAX = 2 ** 63 - 1  # the largest integer SQLite stores
 
 
 class Cancelled(Exception):
@@ -172,12 +173,16 @@ class Library:
         """`ragcli summary show TOPIC [NUMBER] --json`."""
         if number is not None and number < 1:
             raise UsageError(f"the summary number must be 1 or more, not {number}")
+        if number is not None and number > SQLITE_MAX:
+            raise NotFoundError(f"no summary number {number} of '{topic}' (see `summary list`)")
         return summary_data(summary.get(self.conn(), topic, number))
 
     def read_passage(self, passage_id: int, neighbours: int = 1) -> dict:
         """`ragcli show ID --context N --json`: a passage with `neighbours` passages before and after it."""
         if not 0 <= neighbours <= 5:
             raise UsageError(f"neighbours must be between 0 and 5, not {neighbours}")
+        if not 0 < passage_id <= SQLITE_MAX:  # beyond SQLite's integers: no such passage, not an overflow
+            raise NotFoundError(f"no passage with id {passage_id} (ids come from search and ask results)")
         conn = self.conn()
         hit = corpus.fetch_hits(conn, [passage_id]).get(passage_id)
         if hit is None:

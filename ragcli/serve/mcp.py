@@ -62,22 +62,49 @@ INGEST = ("Add a file (PDF, EPUB, DOCX, HTML, text) or a folder of them to the c
 
 
 def build(library: Library):
-    """The MCPServer with ragcli's tools (`ingest` only when the library allows it)."""
+    """The MCPServer with ragcli's tools (`ingest` only when the library allows it). A failing call
+    is a tool result (is_error) whose text is one line: ragcli's own message, the first bad argument
+    (the SDK's validation), or "internal error: ..." for a bug; each also one log line on stderr."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import CallToolResult, TextContent
+    from pydantic import ValidationError
 
-    server = MCPServer("ragcli", instructions=INSTRUCTIONS)
+    def failed(message: str):
+        return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
-    def call(fn, *args, **kwargs) -> str:
-        """The tool's JSON; any failure is a tool error carrying one line (ragcli's message, or
-        "internal error: ..." with one log line on stderr): never a traceback."""
+    class Server(MCPServer):
+        async def call_tool(self, name, arguments, context=None):
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, ValidationError):
+                    error = cause.errors()[0]
+                    where = ".".join(str(p) for p in error.get("loc", ())) or "arguments"
+                    message = f"{name}: `{where}`: {error.get('msg', 'invalid')}"
+                elif cause is not None and not isinstance(cause, ToolError):
+                    message = f"internal error: {type(cause).__name__}: {cause}"
+                else:
+                    message = str(exc)
+                message = " ".join(message.split())
+                log(f"tool {name!r} failed: {message}")
+                return failed(message)
+
+    # the SDK's own log lines would repeat ours (and wrap over several lines): warnings only
+    server = Server("ragcli", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def call(fn, *args, **kwargs):
+        """The tool's JSON text, or a failed result carrying one line: ragcli's message, or
+        "internal error: ..." for a bug. Each failure is also one log line on stderr."""
         try:
             return json.dumps(fn(*args, **kwargs), ensure_ascii=False)
         except RagcliError as exc:
-            raise ToolError(str(exc)) from exc
+            message = " ".join(str(exc).split())
         except Exception as exc:  # noqa: BLE001 - a bug: one line to the client, one to the log
-            log(f"internal error: {type(exc).__name__}: {exc}")
-            raise ToolError(f"internal error: {type(exc).__name__}: {exc}") from exc
+            message = " ".join(f"internal error: {type(exc).__name__}: {exc}".split())
+        log(f"tool failed: {message}")
+        return failed(message)
 
     @server.tool(description=SEARCH)
     def search(query: str, book: Optional[list[str]] = None, k: int = 10, mode: str = "hybrid") -> str:
