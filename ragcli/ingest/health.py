@@ -115,9 +115,14 @@ def classify(pages: list[PageHealth]) -> None:
 # the spaces. MuPDF reports nothing, the page image is intact. Two signs, each enough on its own:
 
 NOT_TEXT_MIN_CHARS = 200  # shorter pages (titles, captions, blank-ish pages) give too little evidence
-CONTROL_SHARE = 0.01  # control characters (not tab or newline) over this share of the characters
+CONTROL_SHARE = 0.01  # control characters between two letters over this share of the characters ...
+CONTROL_MIN = 10  # ... and at least this many (a stray byte on a cover page is not a broken font map;
+# private-use characters are not counted: symbol fonts map their bullets there)
 COMMON_SHARE = 0.03  # Latin-script pages with fewer of their words than this among the common words
 COMMON_MIN_WORDS = 40
+NO_VOWEL_SHARE = 0.2  # ... and more of its words of 3+ letters than this without a vowel (a form or a
+# table of real words has few common words too, but vowels in its words; a shifted alphabet moves them)
+VOWELS = re.compile(r"[aeiouyàáâãäåæèéêëìíîïòóôõöøùúûüýÿœ]")
 LATIN_SHARE = 0.8  # the common-word test applies to pages mostly in Latin letters (other scripts: controls only)
 COMMON_WORDS = ENGLISH | {w for words in FUNCTION_WORDS.values() for w in words} | set(
     "that this it on be as at by from was were has have had not but can may will if its their there which "
@@ -129,17 +134,22 @@ def not_language(text: str) -> Optional[str]:
     chars = [c for c in text if not c.isspace()]
     if len(chars) < NOT_TEXT_MIN_CHARS:
         return None
-    controls = sum(1 for c in text if c not in "\t\n\r\x0b\x0c" and unicodedata.category(c) in ("Cc", "Co", "Cs")
-                   or c == "\ufffd")
-    if controls > CONTROL_SHARE * len(chars):
-        return f"{controls} control characters among its words"
+    controls = sum(1 for i in range(1, len(text) - 1)
+                   if (unicodedata.category(text[i]) == "Cc" and text[i] not in "\t\n\r\x0b\x0c"
+                       or text[i] == "\ufffd")  # the reader shows an unmapped control as U+FFFD
+                   and text[i - 1].isalpha() and text[i + 1].isalpha())
+    if controls >= CONTROL_MIN and controls > CONTROL_SHARE * len(chars):
+        return f"{controls} control characters inside its words"
     letters = [c for c in chars if c.isalpha()]
     latin = sum(1 for c in letters if c < "\u0250")
     words = [w.lower() for w in letter_runs(text)]
     if len(words) >= COMMON_MIN_WORDS and letters and latin >= LATIN_SHARE * len(letters):
         common = sum(1 for w in words if w in COMMON_WORDS)
-        if common < COMMON_SHARE * len(words):
-            return f"{common} of its {len(words)} words are common words of any language"
+        long_words = [w for w in words if len(w) >= 3]
+        no_vowel = sum(1 for w in long_words if not VOWELS.search(w))
+        if common < COMMON_SHARE * len(words) and no_vowel > NO_VOWEL_SHARE * max(1, len(long_words)):
+            return (f"{common} of its {len(words)} words are common words of any language, and {no_vowel} "
+                    f"have no vowel")
     return None
 
 
@@ -169,7 +179,7 @@ def warnings(pages: list[PageHealth], doc_messages: list[str], outline: tuple[in
     out: list[str] = []
     repaired = any("repair" in m for m in doc_messages)
     cause = "the file is damaged" + (" (MuPDF repaired its structure)" if repaired else "")
-    unreadable = [p.number for p in pages if p.status == UNREADABLE]
+    unreadable = [p.number for p in pages if p.status == UNREADABLE and not p.not_text]  # junk: said below
     partial = [p.number for p in pages if p.status == PARTIAL]
     scanned = [p.number for p in pages if p.status == NO_TEXT_LAYER]
     junk = [p.number for p in pages if p.not_text]
