@@ -250,3 +250,24 @@ def test_interrupted_first_ingest_leaves_an_empty_corpus(cli, fingerprint, monke
     assert res.exit_code == 130
     res = cli("books", "--json")
     assert res.exit_code == 0 and json.loads(res.stdout) == []
+
+
+def test_an_argument_that_is_not_text_exits_2_with_a_message(corpus_db, tmp_path):
+    """`ragcli search $'\\xff barriers'`: bytes the locale cannot decode are refused (exit 2, one line),
+    not an internal error; an existing file with such a name is still taken as a path."""
+    import subprocess
+    import sys
+
+    from serve_helpers import ROOT
+
+    env = {**os.environ, "LC_ALL": "C.UTF-8"}
+    res = subprocess.run([sys.executable, "-m", "ragcli", "search", b"\xff barriers"], capture_output=True,
+                         cwd=ROOT, env=env, timeout=120)
+    err = res.stderr.decode("utf-8", "replace")
+    assert res.returncode == 2, err
+    assert "not valid text" in err and "\\xff barriers" in err and "Traceback" not in err
+    named = tmp_path / os.fsdecode(b"caf\xe9.pdf")
+    shutil.copyfile(FIXTURE_PDFS["malawi"], named)
+    res = subprocess.run([sys.executable, "-m", "ragcli", "ingest", os.fsencode(named), "--json"],
+                         capture_output=True, cwd=ROOT, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr.decode("utf-8", "replace")[-500:]

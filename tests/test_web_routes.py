@@ -46,7 +46,7 @@ def every_route(db: Path) -> list[tuple[str, str]]:
     from ragcli.serve.http import create_app
     from ragcli.serve.library import Library
 
-    app = create_app(Library(db, None), api_key=KEY).app  # inside KeyCheck
+    app = create_app(Library(db, None), api_key=KEY)
     out = []
     for route in app.routes:
         path = re.sub(r"\{(\w+)\}", lambda m: PARAMS[m.group(1)], route.path)
@@ -104,8 +104,13 @@ def test_the_page_is_small_and_carries_its_policy(keyed):
 
 
 def test_upload_ingests_into_the_folder_only(keyed, tmp_path):
-    auth = {"Authorization": f"Bearer {KEY}"}
     text = b"# Upload notes\n\nThe quokkaflux valve must be closed before the pump starts.\n"
+    for simple in ("text/plain", "multipart/form-data; boundary=x", None):  # what a page posts cross-site
+        kind = {"Content-Type": simple} if simple else {}
+        status, _, _ = call(keyed, "POST", "/web/api/upload?name=simple.md", {"Authorization": f"Bearer {KEY}", **kind},
+                            text)
+        assert status == 415, (simple, status)
+    auth = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/octet-stream"}
     status, _, data = call(keyed, "POST", "/web/api/upload?name=../../escape.md", auth, text)
     assert status == 200, data  # the name is cut to its last part: the file lands in the folder
     assert (keyed.uploads / "escape.md").read_bytes() == text

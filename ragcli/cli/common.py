@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from ragcli import __version__
-from ragcli.errors import CorpusError, RagcliError
+from ragcli.errors import CorpusError, RagcliError, UsageError
 from ragcli.render.console import console, err, escape, info, status, warn  # noqa: F401  (the commands' helpers)
 
 # The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
@@ -206,6 +206,11 @@ def _quiet_pipe() -> None:
 def run(app_: typer.Typer) -> None:
     if hasattr(signal, "SIGPIPE"):  # as Unix tools do: a closed pipe ends the process, no message
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    bad = undecodable_arg(sys.argv[1:])
+    if bad is not None:
+        err(escape(f"the argument {bad!r} is not valid text in this locale's encoding "
+                   f"({sys.getfilesystemencoding()}): give the words as UTF-8"))
+        sys.exit(UsageError.exit_code)
     try:
         app_()
     except KeyboardInterrupt:
@@ -214,6 +219,20 @@ def run(app_: typer.Typer) -> None:
     except BrokenPipeError:
         _quiet_pipe()
         sys.exit(PIPE_CLOSED)
+
+
+def undecodable_arg(args: list[str]) -> Optional[str]:
+    """The first argument holding bytes the locale cannot decode (Python keeps them as lone
+    surrogates, which no later step can print or store), shown with those bytes escaped; None when
+    all decode. An existing file's name may hold such bytes: a path is taken as it is."""
+    for arg in args:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            if os.path.exists(arg):
+                continue
+            return os.fsencode(arg).decode("utf-8", "backslashreplace")
+    return None
 
 
 def path_arg(p: str) -> Path:

@@ -49,7 +49,10 @@ def ingest(
     if ocr_engine not in ENGINES:
         raise UsageError(f"--ocr-engine must be one of {', '.join(ENGINES)}, not '{ocr_engine}'")
     skipped: list = []
-    files = core.discover(paths, skipped)
+    notes: list = []
+    files = core.discover(paths, skipped, notes)
+    for note in notes:  # symlinks leaving the folders named, folders reached twice
+        warn(escape(note))
     if skipped:
         names = ", ".join(f.name for f in skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
         warn(f"skipped {len(skipped)} file(s) of no supported format in the folders: {names}")

@@ -60,8 +60,14 @@ def serve(
     = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8088,
     api_key: Annotated[Optional[str], typer.Option("--api-key", metavar="KEY", show_default=False,
-                                                   help="Require `Authorization: Bearer KEY` on every request "
-                                                   "(default: $RAGCLI_SERVE_KEY). Never logged.")] = None,
+                                                   help="Require `Authorization: Bearer KEY` on every request. "
+                                                   "Prefer setting $RAGCLI_SERVE_KEY: an option shows in "
+                                                   "`ps`. Never logged.")] = None,
+    allowed_host: Annotated[Optional[list[str]], typer.Option("--allowed-host", metavar="NAME", show_default=False,
+                                                             help="Another name the server is reached by (the "
+                                                             "Host header must be the bound address, or "
+                                                             "localhost on loopback, or one of these). "
+                                                             "Repeatable.")] = None,
     parallel: Annotated[int, typer.Option(min=1, max=16, help="Requests answered at once (one chat-model "
                                           "context each).")] = 1,
     queue: Annotated[int, typer.Option(min=0, max=1000, help="Requests waiting beyond --parallel; more are "
@@ -83,7 +89,7 @@ def serve(
     root = _ingest_root(allow_ingest)
     library = _library(db, embed_model, model, model_name, ctx, threads, gpu_layers, seed, temperature,
                        max_tokens, grammar_file, copies=parallel, ingest_root=root)
-    http.run(library, host, port, key, parallel, queue)
+    http.run(library, host, port, key, parallel, queue, allowed_host or [])
 
 
 @app.command()

@@ -10,7 +10,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragcli.cli.common import DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, err, escape, handle_errors, info, open_db
+from ragcli.cli.common import (DbOpt, EmbedOpt, JsonOpt, app, console, embedder_for, err, escape, handle_errors,
+                               info, open_db, warn)
 from ragcli.errors import InputError, UsageError
 
 # The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
@@ -72,6 +73,8 @@ def sync(
         return _watch(conn, roots, embedder, prune, on_change, progress_for, settle, json_out)
     report = core.sync(conn, roots, embedder, prune=prune, dry_run=dry_run, on_change=on_change,
                        progress_for=progress_for)
+    for note in report.skipped:  # symlinks leaving the folders, folders reached twice
+        warn(escape(note))
     for folder in report.missing_folders:
         err(escape(f"{folder}: no such folder; nothing recorded from it was changed"))
     if json_out:
@@ -128,7 +131,13 @@ def _watch(conn, roots, embedder, prune, on_change, progress_for, settle, json_o
     previous = signal.signal(signal.SIGINT, on_sigint)
     term = signal.signal(signal.SIGTERM, on_sigint)
 
+    said: set[str] = set()
+
     def on_round(report) -> None:
+        for note in report.skipped:
+            if note not in said:
+                said.add(note)
+                warn(escape(note))
         if not json_out and any(c.status != "kept" for c in report.changes):
             info(summary_line(report))
 
@@ -136,9 +145,18 @@ def _watch(conn, roots, embedder, prune, on_change, progress_for, settle, json_o
         names = ", ".join(roots)
         info(f"watching {escape(names)} (Ctrl-C to stop)")
 
+    def on_folder(event: str, folder: str) -> None:
+        if event == "missing":
+            err(escape(f"{folder}: the folder is gone; its books are kept, and it is synced again when it "
+                       f"comes back"))
+        else:
+            info(escape(f"{folder}: the folder is back; syncing it"))
+        if json_out:
+            print_json_line({"action": "folder", "status": event, "path": folder})
+
     try:
         core.watch(conn, roots, embedder, stop=stop, prune=prune, on_change=on_change, on_round=on_round,
-                   on_ready=on_ready, progress_for=progress_for, settle=settle)
+                   on_ready=on_ready, on_folder=on_folder, progress_for=progress_for, settle=settle)
     finally:
         signal.signal(signal.SIGINT, previous)
         signal.signal(signal.SIGTERM, term)

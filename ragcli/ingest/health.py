@@ -20,7 +20,12 @@ from __future__ import annotations
 
 import re
 import statistics
+import unicodedata
 from dataclasses import dataclass, field
+from typing import Optional
+
+from ragcli.language import ENGLISH, FUNCTION_WORDS
+from ragcli.text import letter_runs
 
 # pymupdf is imported where MuPDF is called (it takes seconds): importing this module stays cheap.
 
@@ -46,6 +51,8 @@ class PageHealth:
     image_cover: float = 0.0  # share of the page area under images
     problems: list[str] = field(default_factory=list)  # MuPDF's messages about this page's content
     status: str = OK
+    not_text: str = ""  # why its text layer is not language (not_language), when it is not
+    ocr: bool = False  # its text came from OCR
 
 
 def silence_mupdf() -> None:
@@ -92,12 +99,58 @@ def classify(pages: list[PageHealth]) -> None:
     texts = [p.chars for p in pages if p.chars > 0]
     median = statistics.median(texts) if texts else 0
     for p in pages:
-        if p.problems:
+        if p.not_text and not p.ocr:  # its text layer was junk and OCR did not replace it
+            p.status = UNREADABLE
+        elif p.problems:
             p.status = UNREADABLE if p.chars <= UNREADABLE_SHARE * median else PARTIAL
         elif p.chars == 0:
             p.status = NO_TEXT_LAYER if p.image_cover >= SCANNED_COVER and texts else BLANK
         else:
             p.status = OK
+
+
+# -- a text layer that is not text ----------------------------------------------------------------
+# A damaged or deliberately scrambled font map (ToUnicode CMap) gives a text layer of the right size
+# whose characters are wrong: letters shifted ("Qsjnfs pg" for "Primer of"), control characters for
+# the spaces. MuPDF reports nothing, the page image is intact. Two signs, each enough on its own:
+
+NOT_TEXT_MIN_CHARS = 200  # shorter pages (titles, captions, blank-ish pages) give too little evidence
+CONTROL_SHARE = 0.01  # control characters between two letters over this share of the characters ...
+CONTROL_MIN = 10  # ... and at least this many (a stray byte on a cover page is not a broken font map;
+# private-use characters are not counted: symbol fonts map their bullets there)
+COMMON_SHARE = 0.03  # Latin-script pages with fewer of their words than this among the common words
+COMMON_MIN_WORDS = 40
+NO_VOWEL_SHARE = 0.2  # ... and more of its words of 3+ letters than this without a vowel (a form or a
+# table of real words has few common words too, but vowels in its words; a shifted alphabet moves them)
+VOWELS = re.compile(r"[aeiouyàáâãäåæèéêëìíîïòóôõöøùúûüýÿœ]")
+LATIN_SHARE = 0.8  # the common-word test applies to pages mostly in Latin letters (other scripts: controls only)
+COMMON_WORDS = ENGLISH | {w for words in FUNCTION_WORDS.values() for w in words} | set(
+    "that this it on be as at by from was were has have had not but can may will if its their there which "
+    "be been also into than other these some such when all more most one two see only each used use".split())
+
+
+def not_language(text: str) -> Optional[str]:
+    """Why a page's extracted text is not words of any language, or None when it reads as text."""
+    chars = [c for c in text if not c.isspace()]
+    if len(chars) < NOT_TEXT_MIN_CHARS:
+        return None
+    controls = sum(1 for i in range(1, len(text) - 1)
+                   if (unicodedata.category(text[i]) == "Cc" and text[i] not in "\t\n\r\x0b\x0c"
+                       or text[i] == "\ufffd")  # the reader shows an unmapped control as U+FFFD
+                   and text[i - 1].isalpha() and text[i + 1].isalpha())
+    if controls >= CONTROL_MIN and controls > CONTROL_SHARE * len(chars):
+        return f"{controls} control characters inside its words"
+    letters = [c for c in chars if c.isalpha()]
+    latin = sum(1 for c in letters if c < "\u0250")
+    words = [w.lower() for w in letter_runs(text)]
+    if len(words) >= COMMON_MIN_WORDS and letters and latin >= LATIN_SHARE * len(letters):
+        common = sum(1 for w in words if w in COMMON_WORDS)
+        long_words = [w for w in words if len(w) >= 3]
+        no_vowel = sum(1 for w in long_words if not VOWELS.search(w))
+        if common < COMMON_SHARE * len(words) and no_vowel > NO_VOWEL_SHARE * max(1, len(long_words)):
+            return (f"{common} of its {len(words)} words are common words of any language, and {no_vowel} "
+                    f"have no vowel")
+    return None
 
 
 def page_ranges(numbers: list[int]) -> str:
@@ -126,9 +179,11 @@ def warnings(pages: list[PageHealth], doc_messages: list[str], outline: tuple[in
     out: list[str] = []
     repaired = any("repair" in m for m in doc_messages)
     cause = "the file is damaged" + (" (MuPDF repaired its structure)" if repaired else "")
-    unreadable = [p.number for p in pages if p.status == UNREADABLE]
+    unreadable = [p.number for p in pages if p.status == UNREADABLE and not p.not_text]  # junk: said below
     partial = [p.number for p in pages if p.status == PARTIAL]
     scanned = [p.number for p in pages if p.status == NO_TEXT_LAYER]
+    junk = [p.number for p in pages if p.not_text]
+    junk_read = [p.number for p in pages if p.not_text and p.ocr]
     if unreadable and partial:
         out.append(f"{_pages_word(unreadable)} could not be read and {_pages_word(partial)} only in part: "
                    f"{cause}")
@@ -139,6 +194,15 @@ def warnings(pages: list[PageHealth], doc_messages: list[str], outline: tuple[in
     if scanned:
         verb, its = ("has", "its") if len(scanned) == 1 else ("have", "their")
         out.append(f"{_pages_word(scanned)} {verb} no text layer (scanned?): {its} text is not in the corpus")
+    if junk:
+        verb = "has" if len(junk) == 1 else "have"
+        what = f"{_pages_word(junk)} {verb} a text layer that is not text (a damaged font map?)"
+        if len(junk_read) == len(junk):
+            out.append(f"{what}: read by OCR instead")
+        elif junk_read:
+            out.append(f"{what}: {_pages_word(junk_read)} read by OCR instead, the others left out")
+        else:
+            out.append(f"{what}: left out (`--ocr auto` reads such pages from their image)")
     broken, entries = outline
     if entries and broken * 2 > entries:
         out.append(f"the outline is damaged ({broken} of {entries} entries point to no page): sections "

@@ -161,7 +161,11 @@ def read_pages(doc, on_page: Optional[Callable[[int], None]] = None, ocr_mode: s
             if lines:
                 blocks.append(Block(index + 1, lines[0].y0, lines))
         engine_name, cover = "", health.image_cover(images, width, height)
-        if ocr_mode != "never" and ocr.needs_ocr(ocr_mode, "\n".join(b.text for b in blocks), images, page.rect):
+        text = "\n".join(b.text for b in blocks)
+        not_text = health.not_language(text) or ""
+        if not_text:  # junk is never a passage: OCR reads the page's image (auto), or the page stays empty
+            blocks = []
+        if ocr_mode != "never" and (not_text or ocr.needs_ocr(ocr_mode, text, images, page.rect)):
             if engine is None:
                 engine = (ocr_engine or ocr.make_engine)()
                 cache = ocr.PageCache(file_hash, engine.name) if file_hash else None
@@ -171,9 +175,11 @@ def read_pages(doc, on_page: Optional[Callable[[int], None]] = None, ocr_mode: s
             except Exception as exc:
                 raise InputError(f"page {index + 1} cannot be rendered for OCR ({exc}); the PDF looks damaged") from exc
             engine_name = engine.name
-            images = []  # the scan itself is the page's image, not a figure
+            if not not_text:  # a scan: the image is the page, not a figure (a junk layer's figures stay)
+                images = []
             health.take_messages()  # rendering's messages are not the next page's
-        state = health.PageHealth(index + 1, sum(len(b.text) for b in blocks), cover, problems)
+        state = health.PageHealth(index + 1, sum(len(b.text) for b in blocks), cover, problems, not_text=not_text,
+                                  ocr=bool(engine_name))
         yield RawPage(index + 1, height, blocks, images, label, state, engine_name)
         if on_page:
             on_page(index + 1)
@@ -328,7 +334,7 @@ def parse(path: Path, password: Optional[str] = None, title: Optional[str] = Non
     outline = (sum(1 for e in toc if e[2] < 1), len(toc))
     return assemble(path, pages, labels, toc, title or _good_title(meta_title), file_hash,
                     warnings=health.warnings(states, doc_messages, outline, (read - kept, read)),
-                    unreadable_pages=[s.number for s in states if s.status in health.OCR_CANDIDATES])
+                    unreadable_pages=[s.number for s in states if s.status in health.OCR_CANDIDATES or s.not_text])
 
 
 def assemble(path: Path, pages: list[RawPage], labels: dict[int, str], toc, title: str, file_hash: str,

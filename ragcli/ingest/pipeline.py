@@ -11,6 +11,7 @@ from typing import Callable, Iterable, Optional
 
 from slugify import slugify
 
+from ragcli.ingest.paths import walk as folder_walk
 from ragcli.ingest import chunking, ebook, ocr as ocr_mod, pdf, textdocs
 from ragcli.models.embed_factory import describe_source
 from ragcli.store import corpus as store
@@ -49,14 +50,22 @@ class IngestResult:
     ocr_pages: int = 0  # pages read by OCR
 
 
-def discover(paths: Iterable[str], skipped: Optional[list[Path]] = None) -> list[Path]:
+def discover(paths: Iterable[str], skipped: Optional[list[Path]] = None, notes: Optional[list[str]] = None,
+             roots: Optional[Iterable[str]] = None) -> list[Path]:
     """Files named, and every supported file inside folders (recursively), in a stable order. Files
-    in folders that are not taken are appended to `skipped` (the CLI reports them)."""
+    in folders that are not taken are appended to `skipped` (the CLI reports them). Inside a folder
+    only files whose real path lies in `roots` are taken (default: the folders named), symlinks
+    leaving them and directories reached twice are skipped and described in `notes` (ingest/paths.py)."""
+    given = [Path(raw).expanduser() for raw in paths]
+    allowed = list(roots) if roots is not None else [str(p) for p in given if p.is_dir()]
     found: list[Path] = []
-    for raw in paths:
-        p = Path(raw).expanduser()
+    for p in given:
         if p.is_dir():
-            for f in sorted(f for f in p.rglob("*") if f.is_file()):
+            walked = folder_walk(p, allowed)
+            if notes is not None:
+                notes.extend(walked.notes())
+            for name, _ in walked.files:
+                f = Path(name)
                 if wanted_in_folder(f):
                     found.append(f)
                 elif skipped is not None and not f.name.startswith("."):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from ragcli.errors import InputError, RagcliError, UsageError
-from ragcli.ingest import pipeline
+from ragcli.ingest import paths, pipeline
 from ragcli.store import corpus as store
 from ragcli.store import files
 from ragcli.store.sql import transaction
@@ -65,6 +65,7 @@ class SyncPlan:
     missing_folders: list[str] = field(default_factory=list)
     hashed: int = 0  # files whose content was read to hash it
     failed: list[Change] = field(default_factory=list)  # files that could not even be hashed
+    skipped: list[str] = field(default_factory=list)  # links leaving the folders, folders reached twice
 
 
 @dataclass
@@ -79,6 +80,7 @@ class SyncReport:
     missing_folders: list[str] = field(default_factory=list)
     seconds: float = 0.0
     stopped: bool = False  # interrupted between two changes; the rest is left for the next sync
+    skipped: list[str] = field(default_factory=list)  # links leaving the folders, folders reached twice
 
     def count(self, action: str) -> int:
         return sum(1 for c in self.changes if c.action == action and c.status not in ("failed", "skipped"))
@@ -104,25 +106,19 @@ def _under(path: str, roots: list[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
 
-def scan(root: str, out: dict[str, tuple[int, int]]) -> None:
+def scan(root: str, out: dict[str, tuple[int, int]], roots: Optional[list[str]] = None,
+         notes: Optional[list[str]] = None) -> None:
     """Every file a folder sync takes (as `ingest FOLDER` does: PDFs, e-books, documents, a BEIR
     corpus), by absolute path -> (size, mtime in ns). Hidden files and folders are left out: a copy in
-    progress is often written as one (`.book.pdf.part`)."""
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        try:
-            if entry.is_dir():
-                scan(entry.path, out)
-            elif entry.is_file() and pipeline.wanted_in_folder(Path(entry.path)):
-                st = entry.stat()
-                out[entry.path] = (st.st_size, st.st_mtime_ns)
-        except OSError:  # vanished between listing and stat
-            continue
+    progress is often written as one (`.book.pdf.part`). Only files whose real path is inside `roots`
+    (default: `root`) are taken; links leaving them and folders reached twice go to `notes`
+    (ingest/paths.py)."""
+    walked = paths.walk(root, roots or [root], hidden=False)
+    if notes is not None:
+        notes.extend(walked.notes())
+    for path, st in walked.files:
+        if pipeline.wanted_in_folder(Path(path)):
+            out[path] = (st.st_size, st.st_mtime_ns)
 
 
 def plan(conn, folders: list[str], *, settle: float = 0.0, skip: Optional[dict] = None,
@@ -135,7 +131,7 @@ def plan(conn, folders: list[str], *, settle: float = 0.0, skip: Optional[dict] 
     result.missing_folders = [f for f in folders if f not in present]
     disk: dict[str, tuple[int, int]] = {}
     for root in present:
-        scan(root, disk)
+        scan(root, disk, present, result.skipped)
     known = files.all_files(conn)
     scope = {p: row for p, row in known.items() if _under(p, present)}
     for book_id, path, file_hash in files.books_without_files(conn):  # books ingested before m007
@@ -153,6 +149,11 @@ def plan(conn, folders: list[str], *, settle: float = 0.0, skip: Optional[dict] 
             result.unchanged += 1
             continue
         if skip and skip.get(path) == (size, mtime):
+            continue
+        refused = not_a_book(path, size)
+        if refused:  # the real sync would fail on it: the plan (and a dry run) says so instead of "added"
+            result.failed.append(Change("added" if not row else "changed", path, size=size, mtime_ns=mtime,
+                                        status="failed", error=refused, exit_code=InputError.exit_code))
             continue
         try:
             digest = file_sha256(path)
@@ -174,6 +175,22 @@ def plan(conn, folders: list[str], *, settle: float = 0.0, skip: Optional[dict] 
     result.changes += new
     result.changes += [Change("gone", p, row.book_id, file_hash=row.file_hash) for p, row in sorted(vanished.items())]
     return result
+
+
+def not_a_book(path: str, size: int) -> str:
+    """Why a file cannot be ingested, seen without parsing it (empty; a .pdf that does not start as
+    a PDF does), or "". Anything subtler is found when the file is read."""
+    if size == 0:
+        return f"{path}: the file is empty (0 bytes)"
+    if path.lower().endswith(".pdf"):
+        try:
+            with open(path, "rb") as f:
+                head = f.read(1024)
+        except OSError:
+            return ""  # hashing it reports the error
+        if b"%PDF-" not in head:
+            return f"{path}: not a PDF (no %PDF- header in its first 1024 bytes)"
+    return ""
 
 
 def _moves_and_links(conn, new: list[Change], vanished: dict[str, files.FileRow]) -> None:
@@ -333,4 +350,4 @@ def sync(conn, folders: list[str], embedder: Embedder, *, prune: bool = False, d
                 files.mark_synced(conn, present)
     return SyncReport(list(folders), changes, the_plan.unchanged, dry_run, prune, the_plan.hashed, the_plan.busy,
                       the_plan.missing_folders, time.perf_counter() - t0,
-                      stopped=any(c.status == "skipped" for c in changes))
+                      stopped=any(c.status == "skipped" for c in changes), skipped=the_plan.skipped)

@@ -89,7 +89,8 @@ def change_data(change) -> dict:
 
 
 def sync_data(report) -> dict:
-    """`sync --json`: the folders, counts per action, every change, the unchanged and hashed files."""
+    """`sync --json`: the folders, counts per action, every change, the unchanged and hashed files,
+    `skipped`: one line per symlink leaving the folders or folder reached twice (not read)."""
     counts = {a: report.count(a) for a in ("added", "changed", "moved", "linked", "gone")}
     counts["removed"] = sum(1 for c in report.changes if c.status == "removed")
     counts["failed"] = len(report.failed)
@@ -98,6 +99,7 @@ def sync_data(report) -> dict:
             "embedded": sum(c.embedded for c in report.changes),
             "reused": sum(c.reused for c in report.changes),
             "busy": report.busy, "missing_folders": report.missing_folders, "stopped": report.stopped,
+            "skipped": report.skipped,
             "seconds": round(report.seconds, 3), "changes": [change_data(c) for c in report.changes]}
 
 

@@ -59,7 +59,7 @@ def _text(content) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+        return "\n".join(p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") == "text")
     raise UsageError("a message's `content` must be a string or a list of text parts")
 
 

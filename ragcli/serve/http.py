@@ -26,22 +26,28 @@ import asyncio
 import hmac
 import ipaddress
 import json
+import math
+import re
 import sys
 import threading
 import time
 from types import SimpleNamespace
-from typing import Callable, Optional
+from typing import Annotated, Callable, Optional, Sequence, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from ragcli.conversation import standalone
 from ragcli.errors import CorpusError, InputError, NotFoundError, RagcliError, UsageError
 from ragcli.render.data import answer_data
-from ragcli.serve import chat
+from ragcli.serve import chat, guard
 from ragcli.serve.admission import Admission, Busy, Ticket
+from ragcli.serve.guard import Guard
 from ragcli.serve.library import Cancelled, Job, Library
 
 # starlette and uvicorn are imported where the app is built and run (about 0.8 s): `serve --mcp` skips them.
 
 MAX_BODY = 1 << 20  # bytes of a request body: a question and its conversation, not a book
+MAX_DEPTH = 32  # levels of JSON arrays and objects in a body (the deepest request has 4)
 LOOPBACK_NAMES = ("localhost",)
 
 
@@ -57,8 +63,8 @@ def is_loopback(host: str) -> bool:
 def check_bind(host: str, api_key: Optional[str]) -> None:
     """Only loopback may be served without a key."""
     if not is_loopback(host) and not api_key:
-        raise UsageError(f"serving on {host} (not a loopback address) needs an API key: pass --api-key KEY "
-                         f"or set RAGCLI_SERVE_KEY")
+        raise UsageError(f"serving on {host} (not a loopback address) needs an API key: set RAGCLI_SERVE_KEY "
+                         f"(--api-key KEY works too, but other users of the machine see it in `ps`)")
 
 
 class HTTPError(Exception):
@@ -67,6 +73,63 @@ class HTTPError(Exception):
     def __init__(self, status: int, message: str, kind: str, code: Optional[int] = 2):
         super().__init__(message)
         self.status, self.kind, self.code = status, kind, code
+
+
+# -- one schema per route (pydantic, strict: `"k": "3"` or `"stream": 1` is refused, not coerced) --------------
+
+Books = Optional[Union[StrictStr, list[StrictStr]]]  # a book id or a list of them
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class SearchBody(_Body):
+    """POST /search."""
+    query: StrictStr = ""
+    book: Books = None
+    k: StrictInt = 10
+    mode: StrictStr = "hybrid"
+
+
+class AskBody(_Body):
+    """POST /ask."""
+    question: StrictStr = ""
+    book: Books = None
+    k: StrictInt = 10
+    expand: StrictBool = True
+    feedback: StrictBool = False
+    verify: StrictBool = False
+    evidence: StrictBool = False
+    max_tokens: Optional[StrictInt] = None
+
+
+class TextPart(BaseModel):
+    """A content part; only text parts are read (an image part, say, is ignored)."""
+    model_config = ConfigDict(strict=True, extra="allow")
+    type: StrictStr
+    text: Optional[StrictStr] = None
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")  # name, tool_calls, ...: accepted, unused
+    role: StrictStr
+    content: Union[StrictStr, list[TextPart], None] = None
+
+
+class ChatBody(BaseModel):
+    """POST /v1/chat/completions: the OpenAI request; its other fields (temperature, ...) are
+    accepted and unused, as OpenAI clients send them."""
+    model_config = ConfigDict(strict=True, extra="allow")
+    messages: Annotated[list[Message], Field(min_length=1)]
+    book: Books = None
+    k: StrictInt = 10
+    max_tokens: Optional[StrictInt] = None
+    max_completion_tokens: Optional[StrictInt] = None
+    stream: Optional[StrictBool] = False
+
+
+NUMBER = re.compile(r"[0-9]{1,9}")  # a summary number in a query string (ASCII digits, not `²`)
 
 
 STATUS = ((UsageError, 400, "invalid_request_error"), (InputError, 400, "invalid_request_error"),
@@ -104,8 +167,10 @@ def log(line: str) -> None:
     print(f"ragcli serve: {line}", file=sys.stderr, flush=True)
 
 
-async def read_json(request) -> dict:
-    """The request body as a JSON object, at most MAX_BODY bytes."""
+async def read_json(request, schema=None):
+    """The request body as a JSON object, at most MAX_BODY bytes, MAX_DEPTH deep, its strings valid
+    Unicode (a lone surrogate `\\ud800` is refused: no text that cannot be written out goes further);
+    with `schema` (a pydantic model), validated into it (HTTPError 400 naming the first bad field)."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > MAX_BODY:
         raise HTTPError(413, f"the request body is larger than {MAX_BODY} bytes", "request_too_large", None)
@@ -116,29 +181,67 @@ async def read_json(request) -> dict:
             raise HTTPError(413, f"the request body is larger than {MAX_BODY} bytes", "request_too_large", None)
     try:
         data = json.loads(bytes(body) or b"null")
+    except RecursionError as exc:
+        raise HTTPError(400, f"the request body is nested more than {MAX_DEPTH} deep", "invalid_json") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise HTTPError(400, f"the request body is not valid JSON: {exc}", "invalid_json") from exc
     if not isinstance(data, dict):
         raise HTTPError(400, "the request body must be a JSON object", "invalid_request_error")
-    return data
+    check_json(data)
+    if schema is None:
+        return data
+    from pydantic import ValidationError
+
+    try:
+        return schema.model_validate(data)
+    except ValidationError as exc:
+        raise HTTPError(400, schema_message(exc), "invalid_request_error") from exc
 
 
-def field(data: dict, name: str, kind, default=None):
-    """`data[name]` checked against a type (bool is not an int here)."""
-    value = data.get(name, default)
-    if value is None:
-        return default
-    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-    if kind is list:  # a book id or a list of them
-        ok = isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
-    if not ok:
-        raise UsageError(f"`{name}` must be {_kind_name(kind)}")
-    return value
+def check_json(data) -> None:
+    """At most MAX_DEPTH levels of arrays and objects; every string and key valid Unicode."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise HTTPError(400, f"the request body is nested more than {MAX_DEPTH} deep", "invalid_json")
+        if isinstance(value, dict):
+            for k, v in value.items():
+                _check_text(k)
+                stack.append((v, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+        elif isinstance(value, str):
+            _check_text(value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise HTTPError(400, "the request body has a number out of range", "invalid_json")
 
 
-def _kind_name(kind) -> str:
-    return {str: "a string", int: "an integer", bool: "true or false", list: "a book id or a list of them"}.get(
-        kind, kind.__name__)
+def _check_text(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise HTTPError(400, "the request body has text that is not valid Unicode (a lone surrogate such as "
+                             "\\ud800)", "invalid_request_error") from exc
+
+
+SCHEMA_WORDS = {"int_type": "must be an integer", "string_type": "must be a string", "bool_type": "must be true or false",
+                "list_type": "must be a list", "model_type": "must be an object", "dict_type": "must be an object",
+                "missing": "is required", "extra_forbidden": "is not a field of this request",
+                "too_short": "must be a non-empty list", "int_from_float": "must be an integer"}
+
+
+def schema_message(exc) -> str:
+    """A pydantic ValidationError as one line: the bad field and what it must be (of a union's
+    alternatives, the one that got furthest: `content: [{"text": 123}]` names the part's text)."""
+    errors = exc.errors()
+    first = max(errors, key=lambda e: len(e.get("loc", ())))
+    loc = [str(p) for p in first.get("loc", ()) if not str(p).startswith(("str", "list[", "function-"))]
+    where = ".".join(loc) or "body"
+    words = SCHEMA_WORDS.get(first.get("type", ""), first.get("msg", "is not valid").lower())
+    if where in ("book",) and first.get("type") in ("string_type", "list_type"):
+        words = "must be a book id or a list of them"
+    return f"`{where}` {words}"
 
 
 async def until_disconnected(receive, job: Job) -> None:
@@ -278,9 +381,12 @@ class AnswerEvents:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 1, waiting: int = 8):
-    """The ASGI application (no socket: `run` serves it)."""
+def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 1, waiting: int = 8,
+               host: str = "127.0.0.1", allowed: Sequence[str] = ()):
+    """The ASGI application (no socket: `run` serves it), every route behind serve/guard.py's Guard
+    (Host, Origin, JSON POSTs, the key) for the names of `host` and `allowed`."""
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
@@ -292,13 +398,12 @@ def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 
              "ragcli": {"chat_model": library.model_name}}]})
 
     async def chat_completions(request):
-        data = await read_json(request)
-        question, history = chat.split_messages(data.get("messages"))
+        body = await read_json(request, ChatBody)
+        question, history = chat.split_messages([m.model_dump() for m in body.messages])
         if not question.strip():
             raise UsageError("the question is empty: the last user message has no text")
-        opts = dict(book=field(data, "book", list), k=field(data, "k", int, 10),
-                    max_tokens=field(data, "max_completion_tokens", int) or field(data, "max_tokens", int))
-        stream = field(data, "stream", bool, False)
+        opts = dict(book=body.book, k=body.k, max_tokens=body.max_completion_tokens or body.max_tokens)
+        stream = bool(body.stream)
         asked: dict = {"asked": question, "question": question, "rewritten": False, "reason": "", "method": ""}
 
         def prepare(model) -> str:
@@ -319,22 +424,17 @@ def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 
         return JSONResponse(chat.completion(answer, asked))
 
     async def ask(request):
-        data = await read_json(request)
-        question = field(data, "question", str, "")
-        opts = dict(book=field(data, "book", list), k=field(data, "k", int, 10),
-                    expand=field(data, "expand", bool, True), feedback=field(data, "feedback", bool, False),
-                    verify=field(data, "verify", bool, False), evidence=field(data, "evidence", bool, False),
-                    max_tokens=field(data, "max_tokens", int))
+        body = await read_json(request, AskBody)
+        opts = body.model_dump(exclude={"question"})
         ticket, job = admission.admit(), Job()
-        answer = await run_watched(request, ticket, job, lambda: library.ask(question, job=job, **opts))
+        answer = await run_watched(request, ticket, job, lambda: library.ask(body.question, job=job, **opts))
         return JSONResponse(answer_data(answer))
 
     async def search(request):
-        data = await read_json(request)
-        opts = dict(book=field(data, "book", list), k=field(data, "k", int, 10), mode=field(data, "mode", str, "hybrid"))
-        query = field(data, "query", str, "")
+        body = await read_json(request, SearchBody)
         ticket, job = admission.admit(), Job()
-        return JSONResponse(await run_watched(request, ticket, job, lambda: library.search(query, job=job, **opts)))
+        return JSONResponse(await run_watched(request, ticket, job, lambda: library.search(
+            body.query, job=job, book=body.book, k=body.k, mode=body.mode)))
 
     async def blocking(fn: Callable):
         ticket = admission.admit()
@@ -351,7 +451,7 @@ def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 
 
     async def summary_show(request):
         number = request.query_params.get("number")
-        if number is not None and not number.isdigit():
+        if number is not None and not NUMBER.fullmatch(number):
             raise UsageError(f"`number` must be a positive integer, not {number!r}")
         topic = request.path_params["topic"]
         return await blocking(lambda: library.summary_show(topic, int(number) if number else None))
@@ -389,13 +489,19 @@ def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 
     ]
     from ragcli.serve import web  # the page at / (serve/web.py)
 
-    kit = SimpleNamespace(endpoint=endpoint, read_json=read_json, field=field, error_response=error_response,
+    kit = SimpleNamespace(endpoint=endpoint, read_json=read_json, error_response=error_response,
                           Mailbox=Mailbox, until_disconnected=until_disconnected, HTTPError=HTTPError,
                           key_matches=lambda given: key_matches(api_key, given))
     routes += web.routes(library, admission, kit, api_key)
-    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed})
+    # Middleware wraps the whole app: every route, the page's included, is guarded (Host, Origin, JSON
+    # POSTs, the key as a Bearer header or the page's cookie; only the page's shell and key form are public).
+    cookie = web.cookie_token(api_key) if api_key else None
+    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed},
+                    middleware=[Middleware(Guard, hosts=guard.allowed_hosts(host, allowed), api_key=api_key,
+                                           cookie=cookie, public=web.PUBLIC,
+                                           binary_posts=web.BINARY_POSTS)])
     app.state.admission = admission
-    return KeyCheck(app, api_key, public=web.PUBLIC) if api_key else app
+    return app
 
 
 def key_matches(api_key: Optional[str], given: str) -> bool:
@@ -403,48 +509,93 @@ def key_matches(api_key: Optional[str], given: str) -> bool:
     return bool(api_key) and hmac.compare_digest(given.encode("utf-8"), api_key.encode("utf-8"))
 
 
-class KeyCheck:
-    """ASGI middleware: every request needs the key, as `Authorization: Bearer KEY` or the page's
-    cookie (serve/web.py: set by its key form, derived from the key); 401 JSON otherwise. `public`:
-    the paths served without it (the page's shell and its key form)."""
-
-    def __init__(self, app, api_key: str, public=frozenset()):
-        self.app, self.public = app, public
-        self._key = ("Bearer " + api_key).encode("utf-8")
-        from ragcli.serve.web import cookie_token
-
-        self._cookie = cookie_token(api_key).encode("ascii")
-
-    def allows(self, headers: dict) -> bool:
-        from ragcli.serve.web import cookie_of
-
-        if hmac.compare_digest(headers.get(b"authorization", b""), self._key):
-            return True
-        return hmac.compare_digest(cookie_of(headers).encode("latin-1"), self._cookie)
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and scope.get("path") not in self.public:
-            if not self.allows(dict(scope.get("headers") or [])):
-                from starlette.responses import JSONResponse
-
-                response = JSONResponse(error_body("missing or wrong API key: send the header "
-                                                   "`Authorization: Bearer KEY`", "unauthorized", None),
-                                        status_code=401, headers={"WWW-Authenticate": "Bearer"})
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-def run(library: Library, host: str, port: int, api_key: Optional[str], parallel: int, waiting: int) -> None:
+def run(library: Library, host: str, port: int, api_key: Optional[str], parallel: int, waiting: int,
+        allowed: Sequence[str] = ()) -> None:
     """Serve until interrupted (uvicorn; its access log names method, path and status, never headers)."""
     import uvicorn
 
     check_bind(host, api_key)
-    app = create_app(library, api_key, parallel, waiting)
-    shown = f"[{host}]" if ":" in host else host
+    bare = host.strip("[]")  # `[::1]` as a URL writes it; uvicorn binds the bare address
+    app = create_app(library, api_key, parallel, waiting, host=bare, allowed=allowed)
+    shown = f"[{bare}]" if ":" in bare else bare
     log(f"http://{shown}:{port}/ (the page), http://{shown}:{port}/v1 (OpenAI-compatible), "
         f"model {library.model_name or 'none (extractive answers)'}, {parallel} at once, {waiting} queued, "
         f"{'API key required' if api_key else 'no API key (loopback only)'}")
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                            timeout_graceful_shutdown=5)
+    config = uvicorn.Config(app, host=bare, port=port, log_level="warning", access_log=False,
+                            timeout_graceful_shutdown=5, timeout_keep_alive=5, limit_concurrency=MAX_CONNECTIONS,
+                            h11_max_incomplete_event_size=MAX_HEADERS, http=protocol_class())
     uvicorn.Server(config).run()
+
+
+def protocol_class():
+    """uvicorn's HTTP protocol (httptools when installed, else h11), with the header deadline."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
+    except ImportError:
+        from uvicorn.protocols.http.h11_impl import H11Protocol as base
+    return header_deadline_protocol(base)
+
+
+HEADER_TIMEOUT = 10.0  # seconds a connection has to send a request's whole headers (from its opening, or
+# from the end of its previous response); uvicorn has no such limit (timeout_keep_alive restarts at every byte)
+MAX_CONNECTIONS = 100  # beyond this many open connections a request gets 503 at once (uvicorn's limit_concurrency)
+MAX_HEADERS = 16 * 1024  # bytes of a request's headers (h11's buffer of an incomplete event)
+
+
+def header_deadline_protocol(base):
+    """`base` (uvicorn's H11Protocol or HttpToolsProtocol) with a header-read deadline: a connection
+    that has not sent a request's complete headers HEADER_TIMEOUT seconds after opening (or after its
+    previous response ended) is closed. A slow client cannot hold a connection, keyed server or not
+    (the key is read only once the headers are in)."""
+
+    class HeaderDeadline(base):
+        _deadline = None
+        _headers_in = False  # the current request's headers were read
+        header_timeout = HEADER_TIMEOUT
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(self.header_timeout, self._expired)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _expired(self) -> None:
+            self._deadline = None
+            if not self._headers_in and not self.transport.is_closing():
+                self.transport.close()
+
+        def on_headers_complete(self) -> None:  # httptools' parser calls it
+            self._headers_in = True
+            self._disarm()
+            super().on_headers_complete()
+
+        def handle_events(self) -> None:  # h11: the headers are in once the peer has left IDLE
+            super().handle_events()
+            import h11
+
+            if self.conn.their_state is not h11.IDLE:
+                self._headers_in = True
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            self._headers_in = False
+            super().on_response_complete()  # may read a pipelined request's headers already
+            if not self._headers_in and not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    if not hasattr(base, "handle_events"):
+        del HeaderDeadline.handle_events
+    if not hasattr(base, "on_headers_complete"):
+        del HeaderDeadline.on_headers_complete
+    return HeaderDeadline

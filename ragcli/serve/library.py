@@ -23,7 +23,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from ragcli import ask as core, summary
 from ragcli.errors import NotFoundError, RagcliError, UsageError
-from ragcli.ingest import pipeline
+from ragcli.ingest import paths, pipeline
 from ragcli.render.data import (books_data, conversation_data, conversation_row, hits_data, ingest_data, passage_data,
                                 summary_data, summary_list_data, topics_data, turn_data)
 from ragcli.search.pipeline import SearchOptions, check_scope, search
@@ -33,6 +33,7 @@ EMPTY_QUESTION = "the question is empty: ask in a few words, e.g. `ragcli ask \"
 EMPTY_QUERY = "the query is empty: give a few words, e.g. `ragcli search tourniquet`"
 MAX_K = 50
 PAGE_CACHE = 64  # rendered page images kept in memory (about 0.3-1 MB each)
+SQLITE_MAX = 2 ** 63 - 1  # the largest integer SQLite stores
 
 
 class Cancelled(Exception):
@@ -177,12 +178,16 @@ class Library:
         """`ragcli summary show TOPIC [NUMBER] --json`."""
         if number is not None and number < 1:
             raise UsageError(f"the summary number must be 1 or more, not {number}")
+        if number is not None and number > SQLITE_MAX:
+            raise NotFoundError(f"no summary number {number} of '{topic}' (see `summary list`)")
         return summary_data(summary.get(self.conn(), topic, number))
 
     def read_passage(self, passage_id: int, neighbours: int = 1) -> dict:
         """`ragcli show ID --context N --json`: a passage with `neighbours` passages before and after it."""
         if not 0 <= neighbours <= 5:
             raise UsageError(f"neighbours must be between 0 and 5, not {neighbours}")
+        if not 0 < passage_id <= SQLITE_MAX:  # beyond SQLite's integers: no such passage, not an overflow
+            raise NotFoundError(f"no passage with id {passage_id} (ids come from search and ask results)")
         conn = self.conn()
         hit = corpus.fetch_hits(conn, [passage_id]).get(passage_id)
         if hit is None:
@@ -327,24 +332,31 @@ class Library:
 
     def ingest(self, path: str) -> list[dict]:
         """`ragcli ingest PATH --json` for a file or folder under `ingest_root`; a file that fails is
-        reported in its entry (status "failed", error), as the CLI does."""
+        reported in its entry (status "failed", error), as the CLI does; a symlink leaving the folder
+        or a folder reached twice is an entry of status "skipped" (ingest/paths.py), never read."""
         if self.ingest_root is None:
             raise UsageError("ingesting is off: start the server with --allow-ingest FOLDER")
+        if "\x00" in path:
+            raise UsageError("the path contains a NUL character")
         target = Path(path).expanduser()
         if not target.is_absolute():
             target = self.ingest_root / target
         target = target.resolve()
-        if target != self.ingest_root and self.ingest_root not in target.parents:
+        root = str(self.ingest_root)
+        if not paths.inside(str(target), [root]):
             raise UsageError(f"{path} is outside {self.ingest_root}, the folder this server may ingest from")
         if not target.exists():
             raise NotFoundError(f"{target}: no such file")
-        files = pipeline.discover([str(target)])
-        if not files:
+        notes: list[str] = []
+        found = pipeline.discover([str(target)], notes=notes, roots=[root])
+        if not found and not notes:
             raise UsageError("no supported files (PDF, EPUB, DOCX, HTML, ...) found there")
-        results = []
+        results = [pipeline.IngestResult(note.split(": skipped")[0], "skipped", error=note) for note in notes]
         with self._write:
-            for f in files:
+            for f in found:
                 try:
+                    if not paths.inside(paths.real(f), [root]):  # replaced by a link since the walk
+                        raise UsageError(f"{f}: skipped, it links outside the allowed folder")
                     results.append(pipeline.ingest_file(self.conn(), f, self.embedder))
                 except RagcliError as exc:
                     results.append(pipeline.IngestResult(str(f), "failed", error=str(exc), exit_code=exc.exit_code))

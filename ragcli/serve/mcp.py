@@ -8,6 +8,8 @@ stdout is the protocol channel: nothing else may print there (progress and logs 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from typing import Optional
 
 from ragcli.errors import RagcliError
@@ -60,17 +62,49 @@ INGEST = ("Add a file (PDF, EPUB, DOCX, HTML, text) or a folder of them to the c
 
 
 def build(library: Library):
-    """The MCPServer with ragcli's tools (`ingest` only when the library allows it)."""
+    """The MCPServer with ragcli's tools (`ingest` only when the library allows it). A failing call
+    is a tool result (is_error) whose text is one line: ragcli's own message, the first bad argument
+    (the SDK's validation), or "internal error: ..." for a bug; each also one log line on stderr."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import CallToolResult, TextContent
+    from pydantic import ValidationError
 
-    server = MCPServer("ragcli", instructions=INSTRUCTIONS)
+    def failed(message: str):
+        return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
-    def call(fn, *args, **kwargs) -> str:
+    class Server(MCPServer):
+        async def call_tool(self, name, arguments, context=None):
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, ValidationError):
+                    error = cause.errors()[0]
+                    where = ".".join(str(p) for p in error.get("loc", ())) or "arguments"
+                    message = f"{name}: `{where}`: {error.get('msg', 'invalid')}"
+                elif cause is not None and not isinstance(cause, ToolError):
+                    message = f"internal error: {type(cause).__name__}: {cause}"
+                else:
+                    message = str(exc)
+                message = " ".join(message.split())
+                log(f"tool {name!r} failed: {message}")
+                return failed(message)
+
+    # the SDK's own log lines would repeat ours (and wrap over several lines): warnings only
+    server = Server("ragcli", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def call(fn, *args, **kwargs):
+        """The tool's JSON text, or a failed result carrying one line: ragcli's message, or
+        "internal error: ..." for a bug. Each failure is also one log line on stderr."""
         try:
             return json.dumps(fn(*args, **kwargs), ensure_ascii=False)
         except RagcliError as exc:
-            raise ToolError(str(exc)) from exc
+            message = " ".join(str(exc).split())
+        except Exception as exc:  # noqa: BLE001 - a bug: one line to the client, one to the log
+            message = " ".join(f"internal error: {type(exc).__name__}: {exc}".split())
+        log(f"tool failed: {message}")
+        return failed(message)
 
     @server.tool(description=SEARCH)
     def search(query: str, book: Optional[list[str]] = None, k: int = 10, mode: str = "hybrid") -> str:
@@ -104,6 +138,128 @@ def build(library: Library):
     return server
 
 
+def log(line: str) -> None:
+    print(f"ragcli mcp: {line}", file=sys.stderr, flush=True)
+
+
 def run(library: Library) -> None:
-    """Serve over stdio until the client closes the connection."""
-    build(library).run("stdio")
+    """Serve over stdio until the client closes the connection (the SDK's stdio transport, fed
+    through `Lines`: a line that is not a JSON-RPC message is answered here with a JSON-RPC error)."""
+    import anyio
+
+    anyio.run(_serve, build(library))
+
+
+async def _serve(server) -> None:
+    from mcp.server.stdio import stdio_server
+
+    wire = os.dup(1)  # the protocol's own descriptor; fd 1 then points at stderr, so a stray
+    os.dup2(2, 1)  # print from a library cannot corrupt the protocol
+    out = Out(os.fdopen(wire, "wb", buffering=0))
+    lines = Lines(sys.stdin.buffer, out)
+    lowlevel = server._lowlevel_server  # MCPServer.run_stdio_async does the same with its own streams
+    async with stdio_server(stdin=lines, stdout=out) as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600  # JSON-RPC 2.0's codes
+
+
+class Out:
+    """The protocol's stdout, one whole line at a time (the SDK's writer and `Lines` share it)."""
+
+    def __init__(self, raw):
+        import anyio
+
+        self._raw, self._lock = raw, anyio.Lock()
+
+    async def write(self, text: str) -> None:
+        import anyio
+
+        async with self._lock:
+            data = text.encode("utf-8", "backslashreplace")
+            await anyio.to_thread.run_sync(self._raw.write, data)
+
+    async def flush(self) -> None:
+        return None  # unbuffered
+
+    async def error(self, message_id, code: int, message: str) -> None:
+        await self.write(json.dumps({"jsonrpc": "2.0", "id": message_id,
+                                     "error": {"code": code, "message": message}}) + "\n")
+
+
+class Lines:
+    """stdin's lines that are JSON-RPC messages, for the SDK's stdio transport. A line that is not
+    JSON, not a JSON-RPC 2.0 message, or holds text that is not valid Unicode (a lone surrogate) is
+    answered with a JSON-RPC error (parse error, or invalid request with the request's id when it
+    has one) and not passed on: the SDK would drop it without a reply and the client would wait."""
+
+    def __init__(self, raw, out: Out):
+        self._raw, self._out = raw, out
+
+    def __aiter__(self):
+        return self._lines()
+
+    async def _lines(self):
+        import anyio
+
+        while True:
+            line = await anyio.to_thread.run_sync(self._raw.readline)
+            if not line:
+                return
+            text = line.decode("utf-8", "replace").strip()
+            if not text:
+                continue
+            problem, message_id, code = check_message(text)
+            if problem:
+                log(f"refused a message: {problem}")
+                await self._out.error(message_id, code, problem)
+                continue
+            yield text + "\n"
+
+
+def check_message(text: str):
+    """(why `text` is not a JSON-RPC 2.0 message or "", its id or None, the JSON-RPC error code)."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        return "Parse error: nested too deeply", None, PARSE_ERROR
+    except ValueError as exc:
+        return f"Parse error: {exc}", None, PARSE_ERROR
+    if not isinstance(data, dict):
+        return "Invalid Request: a message must be a JSON object", None, INVALID_REQUEST
+    message_id = data.get("id")
+    if not (message_id is None or isinstance(message_id, (str, int)) and not isinstance(message_id, bool)):
+        return "Invalid Request: `id` must be a string or an integer", None, INVALID_REQUEST
+    if data.get("jsonrpc") != "2.0":
+        return "Invalid Request: `jsonrpc` must be \"2.0\"", message_id, INVALID_REQUEST
+    if not isinstance(data.get("method"), str) and not ("result" in data or "error" in data):
+        return "Invalid Request: no `method`", message_id, INVALID_REQUEST
+    if not valid_text(data):
+        return ("Invalid Request: text that is not valid Unicode (a lone surrogate such as \\ud800)", message_id,
+                INVALID_REQUEST)
+    import mcp_types  # the SDK's own message schema: what it would drop without a reply is refused here
+
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ValueError as exc:
+        first = exc.errors()[0] if hasattr(exc, "errors") else {}
+        return f"Invalid Request: {first.get('msg', exc)}", message_id, INVALID_REQUEST
+    return "", message_id, 0
+
+
+def valid_text(data) -> bool:
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+    return True

@@ -16,7 +16,7 @@ ragcli/serve/web/ (no build step, nothing fetched from another host).
 
 The books, summaries and topics the page shows come from the JSON routes of serve/http.py (/books,
 /summaries...). Every route here but the page's three files and the key form needs the key when
-the server has one (serve/http.py KeyCheck: the header or this cookie, one check). Every response
+the server has one (serve/guard.py Guard: the header or this cookie, one check). Every response
 carries a Content-Security-Policy that allows only the page's own script and style and requests
 to this server: a text of a book that reached the page as HTML still could not run.
 
@@ -32,13 +32,37 @@ import os
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr
 
 from ragcli.errors import UsageError
+from ragcli.serve.guard import COOKIE
 from ragcli.serve.library import Cancelled, Job, Library
 
-COOKIE = "ragcli_key"
 # The page shell and the key form: served without the key (they hold no data of the corpus).
+class _Body(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class KeyBody(_Body):
+    """POST /web/key."""
+    key: StrictStr = ""
+
+
+class AskBody(_Body):
+    """POST /web/api/ask."""
+    question: StrictStr = ""
+    conversation_id: Optional[StrictInt] = None
+    book: Optional[Union[StrictStr, list[StrictStr]]] = None
+
+
+class SummaryBody(_Body):
+    """POST /web/api/summaries."""
+    topic: StrictStr = ""
+
+
+BINARY_POSTS = frozenset({"/web/api/upload"})  # a book file posted as application/octet-stream
 PUBLIC = frozenset({"/", "/web/app.js", "/web/style.css", "/web/key"})
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
@@ -56,14 +80,6 @@ def cookie_token(api_key: str) -> str:
     return hmac.new(api_key.encode("utf-8"), b"ragcli web page", hashlib.sha256).hexdigest()
 
 
-def cookie_of(headers: dict) -> str:
-    """The page's cookie from raw ASGI headers (b"cookie" -> value), "" when absent."""
-    raw = headers.get(b"cookie", b"").decode("latin-1")
-    for part in raw.split(";"):
-        name, _, value = part.strip().partition("=")
-        if name == COOKIE:
-            return value
-    return ""
 
 
 def secured(response):
@@ -183,8 +199,7 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
         return Response(body, media_type=kind, headers={"Cache-Control": "no-cache"})
 
     async def key_form(request):
-        data = await kit.read_json(request)
-        given = kit.field(data, "key", str, "")
+        given = (await kit.read_json(request, KeyBody)).key
         if not api_key:
             return JSONResponse({"ok": True, "key_required": False})
         if not kit.key_matches(given):
@@ -213,10 +228,8 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
         return JSONResponse(await blocking(lambda: library.conversation_show(cid)))
 
     async def ask(request):
-        data = await kit.read_json(request)
-        question = kit.field(data, "question", str, "")
-        cid = kit.field(data, "conversation_id", int)
-        book = kit.field(data, "book", list)
+        data = await kit.read_json(request, AskBody)
+        question, cid, book = data.question, data.conversation_id, data.book
         if cid is not None and cid < 1:
             raise UsageError("`conversation_id` must be 1 or more")
         ticket, job = admission.admit(), Job()
@@ -228,8 +241,7 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
         return Events(kit, ticket, job, work)
 
     async def summary_new(request):
-        data = await kit.read_json(request)
-        topic = kit.field(data, "topic", str, "")
+        topic = (await kit.read_json(request, SummaryBody)).topic
         ticket, job = admission.admit(), Job()
 
         def work(put):

@@ -380,7 +380,7 @@
     if (!file) return;
     $("upload-status").textContent = `uploading ${file.name}…`;
     try {
-      const result = await (await api(`/web/api/upload?name=${encodeURIComponent(file.name)}`, { method: "POST", body: file })).json();
+      const result = await (await api(`/web/api/upload?name=${encodeURIComponent(file.name)}`, { method: "POST", headers: { "Content-Type": "application/octet-stream" }, body: file })).json();
       $("upload-status").textContent = result.map((r) => `${r.path || file.name}: ${r.status}${r.error ? ` (${r.error})` : ""}`).join("; ");
       loadBooks();
     } catch (error) {
