@@ -28,6 +28,9 @@ OVERLAP_WORDS = 25
 MIN_WORDS = 8
 BOX_RE = re.compile(r"^\s*(?:NOTE|NOTES|WARNING|CAUTION|DANGER)\b")
 LEAD_IN_WORDS = 40  # a lead-in longer than this is prose, not a list's heading: its last sentence leads
+LIST_ITEM_WORDS = 40  # items longer than this on average are paragraphs, not a list's steps
+# a lead-in that announces a list ends in a colon or a dash, or with "as follows" / "the following"
+ANNOUNCE_RE = re.compile(r"(?:[:\u2013\u2014-]|\bfollow(?:s|ing)\W*)$")
 
 
 
@@ -116,25 +119,43 @@ def _atoms(section: Section, max_words: int) -> list[_Atom]:
     return atoms
 
 
+def _announces(lead: str) -> bool:
+    """Does the lead-in announce the list ("... include—", "... the following steps:", "as follows.")?
+    The paragraph that happens to precede a manual's lettered paragraphs ("a.", "(1)") does not."""
+    return bool(ANNOUNCE_RE.search(lead.rstrip()))
+
+
 def _split_list(atom: _Atom, max_words: int) -> list[_Atom]:
-    """A list longer than a passage: parts of whole items, each opening with the lead-in. An item
-    longer than a passage on its own is cut into pieces (its first piece keeps its number)."""
+    """A list longer than a passage: parts of whole items. Each part opens with the lead-in when the
+    lead-in announces the list and the items are steps (LIST_ITEM_WORDS or fewer words on average);
+    otherwise only the first part has it: a manual's numbered paragraphs, or a list of paragraph-long
+    items, is body text, and a lead-in repeated on each of its parts makes near-copies that match the
+    lead-in's words alike and fill a question's first hits. An item longer than a passage on its own
+    is cut into pieces (its first piece keeps its number)."""
     lead = atom.lines[0]
+    steps = atom.lines[1:]
+    repeat = _announces(lead) and sum(len(t.split()) for t in steps) <= LIST_ITEM_WORDS * len(steps)
     budget = max(20, max_words - len(lead.split()))
     items: list[tuple[int, str]] = []
-    for pg, item in zip(atom.pages, atom.lines[1:]):
+    for pg, item in zip(atom.pages, steps):
         words = item.split()
         for k in range(0, len(words), budget):
             items.append((pg, " ".join(words[k:k + budget])))
     parts: list[_Atom] = []
     cur: list[tuple[int, str]] = []
+
+    def close() -> None:
+        head = lead if repeat or not parts else ""
+        parts.append(_Atom(cur[0][0], cur[-1][0], [head] + [t for _, t in cur], True, [p for p, _ in cur]))
+
     for pg, item in items:
-        if cur and sum(len(t.split()) for _, t in cur) + len(item.split()) > budget:
-            parts.append(_Atom(cur[0][0], cur[-1][0], [lead] + [t for _, t in cur], True, [p for p, _ in cur]))
+        room = budget if repeat or not parts else max_words
+        if cur and sum(len(t.split()) for _, t in cur) + len(item.split()) > room:
+            close()
             cur = []
         cur.append((pg, item))
     if cur:
-        parts.append(_Atom(cur[0][0], cur[-1][0], [lead] + [t for _, t in cur], True, [p for p, _ in cur]))
+        close()
     return parts
 
 
