@@ -125,22 +125,37 @@ def _announces(lead: str) -> bool:
     return bool(ANNOUNCE_RE.search(lead.rstrip()))
 
 
+def _item_pieces(item: str, budget: int) -> list[str]:
+    """An item as pieces of at most `budget` words cut between its sentences (a sentence longer than
+    that is cut by words), so that a long lettered paragraph does not break mid-sentence."""
+    if len(item.split()) <= budget:
+        return [item]
+    pieces: list[str] = []
+    cur: list[str] = []
+    for atom in _pieces(0, item, budget):
+        if cur and len(" ".join(cur).split()) + atom.words > budget:
+            pieces.append(" ".join(cur))
+            cur = []
+        cur.append(atom.text)
+    if cur:
+        pieces.append(" ".join(cur))
+    return pieces
+
+
 def _split_list(atom: _Atom, max_words: int) -> list[_Atom]:
     """A list longer than a passage: parts of whole items. Each part opens with the lead-in when the
     lead-in announces the list and the items are steps (LIST_ITEM_WORDS or fewer words on average);
     otherwise only the first part has it: a manual's numbered paragraphs, or a list of paragraph-long
     items, is body text, and a lead-in repeated on each of its parts makes near-copies that match the
     lead-in's words alike and fill a question's first hits. An item longer than a passage on its own
-    is cut into pieces (its first piece keeps its number)."""
+    is cut into pieces between its sentences (its first piece keeps its number)."""
     lead = atom.lines[0]
     steps = atom.lines[1:]
     repeat = _announces(lead) and sum(len(t.split()) for t in steps) <= LIST_ITEM_WORDS * len(steps)
     budget = max(20, max_words - len(lead.split()))
     items: list[tuple[int, str]] = []
     for pg, item in zip(atom.pages, steps):
-        words = item.split()
-        for k in range(0, len(words), budget):
-            items.append((pg, " ".join(words[k:k + budget])))
+        items.extend((pg, piece) for piece in _item_pieces(item, budget))
     parts: list[_Atom] = []
     cur: list[tuple[int, str]] = []
 
