@@ -192,3 +192,16 @@ def test_ingested_passages_have_a_text_kind(template_db):
     kinds = dict(con.execute("SELECT text_kind, COUNT(*) FROM passages GROUP BY text_kind").fetchall())
     con.close()
     assert "" not in kinds and kinds.get("exposition", 0) > 0.8 * sum(kinds.values())
+
+
+def test_an_item_running_onto_the_next_page_keeps_that_page():
+    """A list item whose text goes on at the top of the next page (a paragraph there in lower case)
+    is on both pages: a passage holding the text of the second page names it."""
+    head = "(5) Dehydration. " + PARAGRAPH  # 89 words on page 124
+    tail = "sweating is not as apparent in the cold. " + PARAGRAPH  # goes on on page 125
+    paras = [(123, "Then act as follows:"), (124, head), (125, tail), (125, "(6) Hypothermia. Keep him warm.")]
+    passages = chunking.chunk_section(Section(["Cold"], 123, 125, paragraphs=paras))
+    holding = [p for p in passages if "not as apparent in the cold" in p.text]
+    assert holding and all(p.page_end == 125 for p in holding)
+    assert all(p.page_start == 124 for p in passages if "(5) Dehydration" in p.text)
+    assert "".join(p.text for p in passages).count("Trench foot is caused") == 6

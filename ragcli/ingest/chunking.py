@@ -40,7 +40,9 @@ class _Atom:
     page_end: int
     lines: list[str]  # prose: one sentence; list: lead-in (maybe "") then items
     is_list: bool = False
-    pages: list[int] = field(default_factory=list)  # list: the page of each item (lines[1:])
+    # list: each item (lines[1:]) as its pieces of text by page: an item that runs onto the next page
+    # (a wrapped line in lower case there) has a piece on each, so its pages stay known when it is cut
+    segments: list[list[tuple[int, str]]] = field(default_factory=list)
 
     @property
     def words(self) -> int:
@@ -98,14 +100,15 @@ def _atoms(section: Section, max_words: int) -> list[_Atom]:
         else:
             lead, lead_page = "", page
         items: list[str] = []
-        pages: list[int] = []
+        segments: list[list[tuple[int, str]]] = []
         while i < len(paras):
             pg, t = paras[i]
             if is_item(t):
                 items.append(t)
-                pages.append(pg)
+                segments.append([(pg, t)])
             elif items and t[:1].islower():
                 items[-1] = f"{items[-1]} {t}"
+                segments[-1].append((pg, t))
             else:
                 break
             i += 1
@@ -115,7 +118,8 @@ def _atoms(section: Section, max_words: int) -> list[_Atom]:
         if len(lead.split()) > max_words // 2:  # a lead-in this long is prose; the list goes alone
             atoms.extend(_pieces(lead_page, lead, max_words))
             lead = ""
-        atoms.append(_Atom(lead_page if lead else pages[0], pages[-1], [lead] + items, True, pages))
+        first, last = segments[0][0][0], max(pg for seg in segments for pg, _ in seg)
+        atoms.append(_Atom(lead_page if lead else first, last, [lead] + items, True, segments))
     return atoms
 
 
@@ -125,20 +129,22 @@ def _announces(lead: str) -> bool:
     return bool(ANNOUNCE_RE.search(lead.rstrip()))
 
 
-def _item_pieces(item: str, budget: int) -> list[str]:
-    """An item as pieces of at most `budget` words cut between its sentences (a sentence longer than
-    that is cut by words), so that a long lettered paragraph does not break mid-sentence."""
-    if len(item.split()) <= budget:
-        return [item]
-    pieces: list[str] = []
-    cur: list[str] = []
-    for atom in _pieces(0, item, budget):
-        if cur and len(" ".join(cur).split()) + atom.words > budget:
-            pieces.append(" ".join(cur))
+def _item_pieces(segments: list[tuple[int, str]], budget: int) -> list[tuple[int, int, str]]:
+    """An item (its text by page) as pieces (first page, last page, text) of at most `budget` words
+    cut between its sentences (a sentence longer than that is cut by words), so that a long lettered
+    paragraph does not break mid-sentence and each piece names the pages its text is on."""
+    text = " ".join(t for _, t in segments)
+    if len(text.split()) <= budget:
+        return [(segments[0][0], segments[-1][0], text)]
+    pieces: list[tuple[int, int, str]] = []
+    cur: list[_Atom] = []
+    for atom in (a for pg, t in segments for a in _pieces(pg, t, budget)):
+        if cur and sum(a.words for a in cur) + atom.words > budget:
+            pieces.append((cur[0].page_start, cur[-1].page_end, " ".join(a.text for a in cur)))
             cur = []
-        cur.append(atom.text)
+        cur.append(atom)
     if cur:
-        pieces.append(" ".join(cur))
+        pieces.append((cur[0].page_start, cur[-1].page_end, " ".join(a.text for a in cur)))
     return pieces
 
 
@@ -153,22 +159,21 @@ def _split_list(atom: _Atom, max_words: int) -> list[_Atom]:
     steps = atom.lines[1:]
     repeat = _announces(lead) and sum(len(t.split()) for t in steps) <= LIST_ITEM_WORDS * len(steps)
     budget = max(20, max_words - len(lead.split()))
-    items: list[tuple[int, str]] = []
-    for pg, item in zip(atom.pages, steps):
-        items.extend((pg, piece) for piece in _item_pieces(item, budget))
+    items = [piece for seg in atom.segments for piece in _item_pieces(seg, budget)]
     parts: list[_Atom] = []
-    cur: list[tuple[int, str]] = []
+    cur: list[tuple[int, int, str]] = []
 
     def close() -> None:
         head = lead if repeat or not parts else ""
-        parts.append(_Atom(cur[0][0], cur[-1][0], [head] + [t for _, t in cur], True, [p for p, _ in cur]))
+        parts.append(_Atom(cur[0][0], max(e for _, e, _ in cur), [head] + [t for _, _, t in cur], True,
+                           [[(p, t)] for p, _, t in cur]))
 
-    for pg, item in items:
+    for item in items:
         room = budget if repeat or not parts else max_words
-        if cur and sum(len(t.split()) for _, t in cur) + len(item.split()) > room:
+        if cur and sum(len(t.split()) for _, _, t in cur) + len(item[2].split()) > room:
             close()
             cur = []
-        cur.append((pg, item))
+        cur.append(item)
     if cur:
         close()
     return parts
