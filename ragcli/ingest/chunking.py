@@ -29,8 +29,9 @@ MIN_WORDS = 8
 BOX_RE = re.compile(r"^\s*(?:NOTE|NOTES|WARNING|CAUTION|DANGER)\b")
 LEAD_IN_WORDS = 40  # a lead-in longer than this is prose, not a list's heading: its last sentence leads
 LIST_ITEM_WORDS = 40  # items longer than this on average are paragraphs, not a list's steps
-# a lead-in that announces a list ends in a colon or a dash, or with "as follows" / "the following"
-ANNOUNCE_RE = re.compile(r"(?:[:\u2013\u2014-]|\bfollow(?:s|ing)\W*)$")
+# a lead-in that announces a list ends in a colon or a dash, or with "as follows", "the following" or
+# "the following steps."
+ANNOUNCE_RE = re.compile(r"(?:[:\u2013\u2014-]|\b(?:as follows|following(?:\s+\w+)?)\W*)$", re.I)
 
 
 
