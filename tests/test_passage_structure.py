@@ -55,6 +55,45 @@ def test_a_list_longer_than_a_passage_is_split_into_parts_that_carry_its_lead_in
     assert not any(_starts_mid_list(p.text) for p in passages)
 
 
+PARAGRAPH = ("Trench foot is caused by long exposure of the feet to cold water. The feet swell and ache. "
+             "Dry the feet, change the socks and keep the boots laced loose. ") * 3  # 3 x 29 words
+
+
+def _parts_holding(passages, marker: str):
+    return [p for p in passages if marker in p.text]
+
+
+def test_a_manuals_lettered_paragraphs_do_not_repeat_the_paragraph_before_them():
+    """A manual's lettered paragraphs ("a.", "b.", "(1)") after a plain paragraph are body text: the
+    paragraph before them stays with the first of them and is not copied onto every later passage (the
+    copies matched its words alike and filled a question's first hits)."""
+    before = "Regular foot inspection by a leader reduces the foot problem among troops."
+    paras = [(1, before)] + [(1, f"{c}. {PARAGRAPH}") for c in "abcd"]
+    passages = chunking.chunk_section(Section(["Foot Ailments"], 1, 1, paragraphs=paras))
+    assert len(passages) >= 3
+    assert [p.text.count(before) for p in passages] == [1] + [0] * (len(passages) - 1)
+    assert "".join(p.text for p in passages).count("Trench foot is caused") == 12  # every sentence once
+    assert all(len(p.text.split()) <= chunking.MAX_WORDS for p in passages)
+
+
+def test_a_list_of_paragraph_long_items_carries_its_lead_in_on_its_first_part_only():
+    lead = "The most common stress reactions include\u2014"
+    paras = [(1, lead)] + [(1, f"\u2022 {PARAGRAPH}") for _ in range(3)]
+    passages = chunking.chunk_section(Section(["Stress"], 1, 1, paragraphs=paras))
+    assert len(passages) == 3 and passages[0].text.startswith(lead)
+    assert not any(lead in p.text for p in passages[1:])
+
+
+def test_an_item_longer_than_a_passage_is_cut_between_its_sentences():
+    item = "c. Concussion. " + PARAGRAPH * 2  # 176 words
+    paras = [(1, "Then act as follows:"), (1, item), (1, "d. Convulsions. Protect the casualty.")]
+    passages = chunking.chunk_section(Section(["Head"], 1, 1, paragraphs=paras))
+    pieces = _parts_holding(passages, "Trench foot")
+    assert len(pieces) >= 2
+    assert all(p.text.rstrip().endswith(".") for p in pieces)  # no piece ends mid-sentence
+    assert pieces[0].text.startswith("Then act as follows: c. Concussion.")
+
+
 def test_bullets_and_lettered_lists_are_items():
     paras = [(1, "The signs of shock are:"), (1, "• pale, cold and clammy skin"), (1, "• a fast, weak pulse"),
              (1, "• fast breathing"), (1, "Then act as follows:"), (1, "a. Lay the casualty down."),
@@ -153,3 +192,16 @@ def test_ingested_passages_have_a_text_kind(template_db):
     kinds = dict(con.execute("SELECT text_kind, COUNT(*) FROM passages GROUP BY text_kind").fetchall())
     con.close()
     assert "" not in kinds and kinds.get("exposition", 0) > 0.8 * sum(kinds.values())
+
+
+def test_an_item_running_onto_the_next_page_keeps_that_page():
+    """A list item whose text goes on at the top of the next page (a paragraph there in lower case)
+    is on both pages: a passage holding the text of the second page names it."""
+    head = "(5) Dehydration. " + PARAGRAPH  # 89 words on page 124
+    tail = "sweating is not as apparent in the cold. " + PARAGRAPH  # goes on on page 125
+    paras = [(123, "Then act as follows:"), (124, head), (125, tail), (125, "(6) Hypothermia. Keep him warm.")]
+    passages = chunking.chunk_section(Section(["Cold"], 123, 125, paragraphs=paras))
+    holding = [p for p in passages if "not as apparent in the cold" in p.text]
+    assert holding and all(p.page_end == 125 for p in holding)
+    assert all(p.page_start == 124 for p in passages if "(5) Dehydration" in p.text)
+    assert "".join(p.text for p in passages).count("Trench foot is caused") == 6

@@ -28,6 +28,10 @@ OVERLAP_WORDS = 25
 MIN_WORDS = 8
 BOX_RE = re.compile(r"^\s*(?:NOTE|NOTES|WARNING|CAUTION|DANGER)\b")
 LEAD_IN_WORDS = 40  # a lead-in longer than this is prose, not a list's heading: its last sentence leads
+LIST_ITEM_WORDS = 40  # items longer than this on average are paragraphs, not a list's steps
+# a lead-in that announces a list ends in a colon or a dash, or with "as follows", "the following" or
+# "the following steps."
+ANNOUNCE_RE = re.compile(r"(?:[:\u2013\u2014-]|\b(?:as follows|following(?:\s+\w+)?)\W*)$", re.I)
 
 
 
@@ -37,7 +41,9 @@ class _Atom:
     page_end: int
     lines: list[str]  # prose: one sentence; list: lead-in (maybe "") then items
     is_list: bool = False
-    pages: list[int] = field(default_factory=list)  # list: the page of each item (lines[1:])
+    # list: each item (lines[1:]) as its pieces of text by page: an item that runs onto the next page
+    # (a wrapped line in lower case there) has a piece on each, so its pages stay known when it is cut
+    segments: list[list[tuple[int, str]]] = field(default_factory=list)
 
     @property
     def words(self) -> int:
@@ -95,14 +101,15 @@ def _atoms(section: Section, max_words: int) -> list[_Atom]:
         else:
             lead, lead_page = "", page
         items: list[str] = []
-        pages: list[int] = []
+        segments: list[list[tuple[int, str]]] = []
         while i < len(paras):
             pg, t = paras[i]
             if is_item(t):
                 items.append(t)
-                pages.append(pg)
+                segments.append([(pg, t)])
             elif items and t[:1].islower():
                 items[-1] = f"{items[-1]} {t}"
+                segments[-1].append((pg, t))
             else:
                 break
             i += 1
@@ -112,29 +119,64 @@ def _atoms(section: Section, max_words: int) -> list[_Atom]:
         if len(lead.split()) > max_words // 2:  # a lead-in this long is prose; the list goes alone
             atoms.extend(_pieces(lead_page, lead, max_words))
             lead = ""
-        atoms.append(_Atom(lead_page if lead else pages[0], pages[-1], [lead] + items, True, pages))
+        first, last = segments[0][0][0], max(pg for seg in segments for pg, _ in seg)
+        atoms.append(_Atom(lead_page if lead else first, last, [lead] + items, True, segments))
     return atoms
 
 
-def _split_list(atom: _Atom, max_words: int) -> list[_Atom]:
-    """A list longer than a passage: parts of whole items, each opening with the lead-in. An item
-    longer than a passage on its own is cut into pieces (its first piece keeps its number)."""
-    lead = atom.lines[0]
-    budget = max(20, max_words - len(lead.split()))
-    items: list[tuple[int, str]] = []
-    for pg, item in zip(atom.pages, atom.lines[1:]):
-        words = item.split()
-        for k in range(0, len(words), budget):
-            items.append((pg, " ".join(words[k:k + budget])))
-    parts: list[_Atom] = []
-    cur: list[tuple[int, str]] = []
-    for pg, item in items:
-        if cur and sum(len(t.split()) for _, t in cur) + len(item.split()) > budget:
-            parts.append(_Atom(cur[0][0], cur[-1][0], [lead] + [t for _, t in cur], True, [p for p, _ in cur]))
+def _announces(lead: str) -> bool:
+    """Does the lead-in announce the list ("... include—", "... the following steps:", "as follows.")?
+    The paragraph that happens to precede a manual's lettered paragraphs ("a.", "(1)") does not."""
+    return bool(ANNOUNCE_RE.search(lead.rstrip()))
+
+
+def _item_pieces(segments: list[tuple[int, str]], budget: int) -> list[tuple[int, int, str]]:
+    """An item (its text by page) as pieces (first page, last page, text) of at most `budget` words
+    cut between its sentences (a sentence longer than that is cut by words), so that a long lettered
+    paragraph does not break mid-sentence and each piece names the pages its text is on."""
+    text = " ".join(t for _, t in segments)
+    if len(text.split()) <= budget:
+        return [(segments[0][0], segments[-1][0], text)]
+    pieces: list[tuple[int, int, str]] = []
+    cur: list[_Atom] = []
+    for atom in (a for pg, t in segments for a in _pieces(pg, t, budget)):
+        if cur and sum(a.words for a in cur) + atom.words > budget:
+            pieces.append((cur[0].page_start, cur[-1].page_end, " ".join(a.text for a in cur)))
             cur = []
-        cur.append((pg, item))
+        cur.append(atom)
     if cur:
-        parts.append(_Atom(cur[0][0], cur[-1][0], [lead] + [t for _, t in cur], True, [p for p, _ in cur]))
+        pieces.append((cur[0].page_start, cur[-1].page_end, " ".join(a.text for a in cur)))
+    return pieces
+
+
+def _split_list(atom: _Atom, max_words: int) -> list[_Atom]:
+    """A list longer than a passage: parts of whole items. Each part opens with the lead-in when the
+    lead-in announces the list and the items are steps (LIST_ITEM_WORDS or fewer words on average);
+    otherwise only the first part has it: a manual's numbered paragraphs, or a list of paragraph-long
+    items, is body text, and a lead-in repeated on each of its parts makes near-copies that match the
+    lead-in's words alike and fill a question's first hits. An item longer than a passage on its own
+    is cut into pieces between its sentences (its first piece keeps its number)."""
+    lead = atom.lines[0]
+    steps = atom.lines[1:]
+    repeat = _announces(lead) and sum(len(t.split()) for t in steps) <= LIST_ITEM_WORDS * len(steps)
+    budget = max(20, max_words - len(lead.split()))
+    items = [piece for seg in atom.segments for piece in _item_pieces(seg, budget)]
+    parts: list[_Atom] = []
+    cur: list[tuple[int, int, str]] = []
+
+    def close() -> None:
+        head = lead if repeat or not parts else ""
+        parts.append(_Atom(cur[0][0], max(e for _, e, _ in cur), [head] + [t for _, _, t in cur], True,
+                           [[(p, t)] for p, _, t in cur]))
+
+    for item in items:
+        room = budget if repeat or not parts else max_words
+        if cur and sum(len(t.split()) for _, _, t in cur) + len(item[2].split()) > room:
+            close()
+            cur = []
+        cur.append(item)
+    if cur:
+        close()
     return parts
 
 
