@@ -137,3 +137,25 @@ def test_without_a_system_message_nothing_is_saved(tiny_gguf, tmp_path):  # noqa
     model = _fresh(tiny_gguf, cache)
     model.chat([{"role": "user", "content": SYSTEM + " What?"}], max_tokens=2)
     assert model.stats["prompt_from_disk"] == 0 and not cache.exists()
+
+
+@pytest.mark.parametrize("state", ["zeros", "short", "random"])
+def test_a_state_llama_cpp_refuses_is_replaced(tiny_gguf, tmp_path, state):  # noqa: F811
+    """A file whose header and checksum are right but whose state llama.cpp cannot take."""
+    import random
+
+    from ragcli.models import prefix_cache
+
+    cache = tmp_path / "states"
+    model = _fresh(tiny_gguf, cache)
+    _ask(model, "Warm?")
+    (path,) = cache.glob("*.state")
+    prefix = model.system_prefix(SYSTEM)
+    real = prefix_cache.read(cache, path.stem, prefix)
+    bad = {"zeros": bytes(len(real)), "short": real[: len(real) // 3],
+           "random": random.Random(3).randbytes(len(real))}[state]
+    assert prefix_cache.write(cache, path.stem, prefix, bad)
+    out, stats = _ask(_fresh(tiny_gguf, cache), "Refused?")
+    assert stats["prompt_from_disk"] == 0 and stats["prompt_evaluated"] == stats["prompt_tokens"]
+    assert out == _ask(_fresh(tiny_gguf, False), "Refused?")[0]
+    assert prefix_cache.read(cache, path.stem, prefix) == real
