@@ -159,3 +159,30 @@ def test_a_state_llama_cpp_refuses_is_replaced(tiny_gguf, tmp_path, state):  # n
     assert stats["prompt_from_disk"] == 0 and stats["prompt_evaluated"] == stats["prompt_tokens"]
     assert out == _ask(_fresh(tiny_gguf, False), "Refused?")[0]
     assert prefix_cache.read(cache, path.stem, prefix) == real
+
+
+def test_the_worked_example_after_the_system_prompt_is_part_of_the_saved_prefix(tiny_gguf, tmp_path):  # noqa: F811
+    """As every call of an ask begins (system_prompt.ANSWER_PREFIX): system, example question, example answer."""
+    from ragcli.models.llama_cpp import fixed_head
+
+    head = [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "Example: what splints a finger? [S1] a stick."},
+            {"role": "assistant", "content": "A stick splints a finger [S1]."}]
+    cache = tmp_path / "states"
+    _fresh(tiny_gguf, cache).chat([*head, {"role": "user", "content": "Warm?"}], max_tokens=4)
+    model = _fresh(tiny_gguf, cache)
+    out = model.chat([*head, {"role": "user", "content": "A different question?"}], max_tokens=6)
+    stats = dict(model.stats)
+    assert fixed_head([*head, {"role": "user", "content": "q"}]) == head
+    assert stats["prompt_from_disk"] == len(model.system_prefix(head))
+    assert stats["prompt_from_disk"] > len(model.system_prefix(SYSTEM)) + model.count_tokens(head[2]["content"])
+    plain = _fresh(tiny_gguf, False)
+    assert out == plain.chat([*head, {"role": "user", "content": "A different question?"}], max_tokens=6)
+    # a conversation's later turns are not part of it: the same file serves a follow-up
+    follow = [*head, {"role": "user", "content": "First?"}, {"role": "assistant", "content": "One."},
+              {"role": "user", "content": "And then?"}]
+    assert fixed_head(follow) == head
+    third = _fresh(tiny_gguf, cache)
+    third.chat(follow, max_tokens=4)
+    assert third.stats["prompt_from_disk"] == stats["prompt_from_disk"]
+    assert len(list(cache.glob("*.state"))) == 1

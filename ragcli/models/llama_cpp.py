@@ -150,6 +150,18 @@ def constraint_gbnf(constraint: Optional[Constraint]) -> Optional[str]:
     raise TypeError(f"unknown output constraint {constraint!r}")
 
 
+def fixed_head(messages: Messages) -> list[dict]:
+    """The messages a prompt shares with every other call of its kind: the system message, and the
+    worked example right after it (a user/assistant pair followed by more turns), as every call of
+    an `ask` begins (system_prompt.ANSWER_PREFIX). Later turns (a conversation's history, the
+    question) vary, so they are never part of a saved state."""
+    head = list(messages[:1])
+    if (len(messages) > 3 and messages[1].get("role") == "user"
+            and messages[2].get("role") == "assistant"):
+        head += list(messages[1:3])
+    return head
+
+
 class LlamaCppModel:
     """A GGUF chat model run in-process by llama-cpp-python.
 
@@ -193,7 +205,7 @@ class LlamaCppModel:
             self._prefix_dir: Optional[Path] = None
         else:
             self._prefix_dir = saved_states.folder() if prefix_cache is True else Path(prefix_cache)
-        self._prefixes: dict[str, list[int]] = {}  # system message -> the tokens every prompt starts with
+        self._prefixes: dict[str, list[int]] = {}  # fixed head (JSON) -> the tokens every prompt starts with
         self._primed = (0, 0)  # this call's prefix tokens (loaded from disk, evaluated to save them)
         self.name = str(meta.get("general.name") or self.path.stem)
         self.context_size = int(self._llm.n_ctx())
@@ -395,18 +407,20 @@ class LlamaCppModel:
 
     # ------------------------------------------------------------------ the system prefix's saved state
 
-    def system_prefix(self, system: str) -> list[int]:
-        """The tokens every prompt that starts with this system message starts with: the common
-        prefix of the chat rendered with two different user turns (the template's own rendering of
-        the system part, whatever the template)."""
-        if system not in self._prefixes:
-            a, b = (self.prompt_tokens([{"role": "system", "content": system}, {"role": "user", "content": u}])
-                    for u in PROBE_USERS)
+    def system_prefix(self, head) -> list[int]:
+        """The tokens every prompt that starts with these messages (`head`; a string: one system
+        message) starts with: the common prefix of the chat rendered with two different user turns
+        after them (the template's own rendering, whatever the template)."""
+        if isinstance(head, str):
+            head = [{"role": "system", "content": head}]
+        ident = json.dumps([[m.get("role"), m.get("content")] for m in head])
+        if ident not in self._prefixes:
+            a, b = (self.prompt_tokens([*head, {"role": "user", "content": u}]) for u in PROBE_USERS)
             n = 0
             while n < min(len(a), len(b)) and a[n] == b[n]:
                 n += 1
-            self._prefixes[system] = a[:n]
-        return self._prefixes[system]
+            self._prefixes[ident] = a[:n]
+        return self._prefixes[ident]
 
     def _prime_prefix(self, messages: Messages, prompt: list[int]) -> None:
         """Before a call: when the KV cache does not already start with the system prefix, load
@@ -417,7 +431,7 @@ class LlamaCppModel:
         if (self._prefix_dir is None or not messages or messages[0].get("role") != "system"
                 or llm._is_recurrent or llm._is_hybrid):
             return
-        prefix = self.system_prefix(messages[0].get("content") or "")
+        prefix = self.system_prefix(fixed_head(messages))
         n = len(prefix)
         # at least one prompt token is left to evaluate: the call needs its logits
         if n < MIN_PREFIX_TOKENS or n >= len(prompt) or prompt[:n] != prefix:
