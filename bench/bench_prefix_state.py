@@ -4,7 +4,7 @@ cache off, then on (after one warm-up ask that saves the state), side by side.
     python bench/bench_prefix_state.py --db cert.db --model qwen2.5-0.5b.gguf --threads 1
 
 Prints, per ask, the prompt tokens, those evaluated, those loaded from the file and the wall time
-of the process; then the medians and their ratio. Wall time on a shared machine is noisy: the
+of the process; whether each answer's text is the same off and on; then the medians and their ratio. Wall time on a shared machine is noisy: the
 evaluated-token counts are exact.
 """
 from __future__ import annotations
@@ -48,8 +48,9 @@ def ask(question: str, args, env: dict) -> dict:
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"ask failed ({done.returncode}): {done.stderr.strip()[-300:]}")
-    st = answer_stats(json.loads(done.stdout))
-    return {"seconds": seconds, **{k: st.get(k) for k in
+    doc = json.loads(done.stdout)
+    st = answer_stats(doc)
+    return {"seconds": seconds, "answer": doc.get("answer"), **{k: st.get(k) for k in
                                    ("prompt_tokens", "prompt_evaluated", "prompt_cached", "prompt_from_disk")}}
 
 
@@ -68,11 +69,13 @@ def main() -> None:
     folder = prefix_cache.folder()
     warm = ask(WARMUP, args, env)  # saves the state (or loads one an earlier run saved)
     rows["on"] = [ask(q, args, env) for q in QUESTIONS]
-    print(f"warm-up: {warm}")
+    print(f"warm-up: {dict(warm, answer=None)}")
     for mode, runs in rows.items():
         for q, r in zip(QUESTIONS, runs):
             print(f"{mode:3} | {r['prompt_tokens']:5} tokens | evaluated {r['prompt_evaluated']:5} | "
                   f"from disk {r['prompt_from_disk']} | {r['seconds']:6.1f} s | {q}")
+    same = sum(a["answer"] == b["answer"] for a, b in zip(rows["off"], rows["on"]))
+    print(f"same answer text off and on: {same} of {len(QUESTIONS)}")
     med = {m: (statistics.median(r["prompt_evaluated"] for r in runs), statistics.median(r["seconds"] for r in runs))
            for m, runs in rows.items()}
     print(f"median evaluated: off {med['off'][0]:.0f}, on {med['on'][0]:.0f} "
