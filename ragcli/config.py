@@ -69,6 +69,7 @@ class ModelSettings:
     seed: int = 0
     temperature: float = 0.2
     max_tokens: int = 512
+    prefix_cache: bool = True  # save/load the system prompt's llama.cpp state (RAGCLI_PREFIX_CACHE=0: off)
 
     def api_key(self) -> Optional[str]:
         """The key from the environment only (never from a file, never saved or shown)."""

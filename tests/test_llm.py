@@ -37,7 +37,8 @@ def _messages(question: str) -> list[dict]:
 @pytest.fixture()
 def model(tiny_gguf):  # noqa: F811
     pytest.importorskip("llama_cpp")
-    return LlamaCppModel(tiny_gguf, n_ctx=1024, n_threads=1, seed=7)
+    # the saved-state cache off: these tests measure the cache of one process (test_prefix_cache.py: files)
+    return LlamaCppModel(tiny_gguf, n_ctx=1024, n_threads=1, seed=7, prefix_cache=False)
 
 
 # ------------------------------------------------------------------ the tiny GGUF itself

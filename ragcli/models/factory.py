@@ -60,7 +60,7 @@ def from_settings(s, fresh: bool = False) -> Optional[ChatModel]:
     if not path.exists() and "/" not in s.path and not s.path.endswith(".gguf"):
         raise ModelError(f"model {s.path!r} is not a file, a server URL or a profile of {config_path()}")
     return load_model(path, fresh=fresh, n_ctx=s.n_ctx, threads=s.threads, gpu_layers=s.gpu_layers, seed=s.seed,
-                      temperature=s.temperature)
+                      temperature=s.temperature, prefix_cache=bool(s.prefix_cache))
 
 
 def describe(s) -> Optional[dict]:

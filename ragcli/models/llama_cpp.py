@@ -17,6 +17,7 @@ from typing import Iterator, Optional, Union
 
 from ragcli.errors import ModelError
 from ragcli.models import grammars
+from ragcli.models import prefix_cache as saved_states
 from ragcli.models.chat import Constraint, Grammar, JsonSchema, Messages, OneLine, Progress
 from ragcli.models.gguf import gguf_metadata, kv_bytes_per_token, trained_context
 
@@ -28,6 +29,9 @@ MEMORY_RESERVE = 1 << 30
 KV_SHARE = 0.5
 MIN_CTX = 2048  # never sized below this (or the trained context, when smaller): prompts need room
 ALL_LAYERS = -1  # llama.cpp's n_gpu_layers for "every layer"
+# A system prefix shorter than this is evaluated faster than its state file is read and checked.
+MIN_PREFIX_TOKENS = 32
+PROBE_USERS = ("x", "y")  # two user turns whose renderings share exactly the system part
 
 
 @dataclass
@@ -146,19 +150,37 @@ def constraint_gbnf(constraint: Optional[Constraint]) -> Optional[str]:
     raise TypeError(f"unknown output constraint {constraint!r}")
 
 
+def fixed_head(messages: Messages) -> list[dict]:
+    """The messages a prompt shares with every other call of its kind: the system message, and the
+    worked example right after it (a user/assistant pair followed by more turns), as every call of
+    an `ask` begins (system_prompt.ANSWER_PREFIX). Later turns (a conversation's history, the
+    question) vary, so they are never part of a saved state."""
+    head = list(messages[:1])
+    if (len(messages) > 3 and messages[1].get("role") == "user"
+            and messages[2].get("role") == "assistant"):
+        head += list(messages[1:3])
+    return head
+
+
 class LlamaCppModel:
     """A GGUF chat model run in-process by llama-cpp-python.
 
     The same `Llama` object serves every call, so llama.cpp keeps the KV cache of the previous
     prompt and only evaluates the tokens after the longest common prefix: a second call that
     shares the system prompt does not re-process it (see `stats["prompt_cached"]`).
+
+    Across processes, the state after the system prompt's tokens is saved once to a file
+    (models/prefix_cache.py) and loaded by the next process before its first call, so a fresh
+    `ragcli ask` evaluates only what follows the system prompt (`stats["prompt_from_disk"]`).
+    `prefix_cache`: True (the default folder, unless RAGCLI_PREFIX_CACHE=0), False (off), or a folder.
     """
 
     tokens_exact = True
 
     def __init__(self, path: Union[str, Path], n_ctx: Optional[int] = None, n_threads: Optional[int] = None,
                  n_gpu_layers: Optional[int] = None, seed: int = 0, temperature: float = 0.2,
-                 verbose: bool = False, repeat_penalty: float = 1.0, hw=None):
+                 verbose: bool = False, repeat_penalty: float = 1.0, hw=None,
+                 prefix_cache: Union[bool, str, Path] = True):
         self.path = Path(path).expanduser()
         meta = check_model_file(self.path, n_ctx)
         llama_cpp = import_llama_cpp()
@@ -179,6 +201,12 @@ class LlamaCppModel:
         except Exception as exc:  # llama-cpp-python raises ValueError/RuntimeError/OSError
             raise ModelError(f"cannot load model {self.path}: {exc}") from exc
         self._install_eval_counter()
+        if prefix_cache is False or not saved_states.enabled_by_env():
+            self._prefix_dir: Optional[Path] = None
+        else:
+            self._prefix_dir = saved_states.folder() if prefix_cache is True else Path(prefix_cache)
+        self._prefixes: dict[str, list[int]] = {}  # fixed head (JSON) -> the tokens every prompt starts with
+        self._primed = (0, 0)  # this call's prefix tokens (loaded from disk, evaluated to save them)
         self.name = str(meta.get("general.name") or self.path.stem)
         self.context_size = int(self._llm.n_ctx())
         self.params = {
@@ -186,6 +214,7 @@ class LlamaCppModel:
             "n_ctx": self.context_size, "n_ctx_train": trained_context(meta),
             "n_threads": n_threads, "n_gpu_layers": n_gpu_layers, "seed": seed,
             "temperature": temperature, "repeat_penalty": repeat_penalty,
+            "prefix_cache": str(self._prefix_dir) if self._prefix_dir else None,
             "architecture": meta.get("general.architecture"), "defaults": run.why,
         }
         self.stats: dict = {}
@@ -282,6 +311,7 @@ class LlamaCppModel:
                              f"{self.context_size}; use fewer sources or a larger --ctx")
         temp = self.temperature if temperature is None else temperature
         grammar = self._grammar(constraint_gbnf(constraint))
+        self._prime_prefix(messages, prompt)
         pieces = self._generate(prompt, min(max_tokens, room), grammar, temp, on_progress)
         return pieces if stream else "".join(pieces)
 
@@ -295,6 +325,7 @@ class LlamaCppModel:
         if len(prompt) >= self.context_size:
             raise ModelError(f"the prompt has {len(prompt)} tokens but the model context holds {self.context_size}")
         llm = self._llm
+        self._prime_prefix(messages, prompt)
         self._evals = []
         steps = llm.generate(prompt, temp=0.0, top_k=1, repeat_penalty=1.0)
         try:  # generate() evaluates what the cache lacks and samples one token
@@ -363,10 +394,91 @@ class LlamaCppModel:
     def _record(self, prompt_tokens: int, generated: int) -> None:
         """Stats of the last call. The eval counter's first entry is the number of prompt tokens
         llama.cpp evaluated; the rest of the prompt came from the KV cache."""
-        evaluated = self._evals[0] if self._evals else 0
+        loaded, built = self._primed
+        self._primed = (0, 0)
+        evaluated = (self._evals[0] if self._evals else 0) + built
         self.stats = {
             "prompt_tokens": prompt_tokens,
             "prompt_evaluated": evaluated,
-            "prompt_cached": prompt_tokens - evaluated,
+            "prompt_cached": prompt_tokens - evaluated,  # includes prompt_from_disk
+            "prompt_from_disk": loaded,
             "generated_tokens": generated,
         }
+
+    # ------------------------------------------------------------------ the system prefix's saved state
+
+    def system_prefix(self, head) -> list[int]:
+        """The tokens every prompt that starts with these messages (`head`; a string: one system
+        message) starts with: the common prefix of the chat rendered with two different user turns
+        after them (the template's own rendering, whatever the template)."""
+        if isinstance(head, str):
+            head = [{"role": "system", "content": head}]
+        ident = json.dumps([[m.get("role"), m.get("content")] for m in head])
+        if ident not in self._prefixes:
+            a, b = (self.prompt_tokens([*head, {"role": "user", "content": u}]) for u in PROBE_USERS)
+            n = 0
+            while n < min(len(a), len(b)) and a[n] == b[n]:
+                n += 1
+            self._prefixes[ident] = a[:n]
+        return self._prefixes[ident]
+
+    def _prime_prefix(self, messages: Messages, prompt: list[int]) -> None:
+        """Before a call: when the KV cache does not already start with the system prefix, load
+        its saved state, or evaluate it and save the state. Any failure leaves the normal path
+        (llama.cpp evaluates the whole prompt); the cache is never an error for the user."""
+        self._primed = (0, 0)
+        llm = self._llm
+        if (self._prefix_dir is None or not messages or messages[0].get("role") != "system"
+                or llm._is_recurrent or llm._is_hybrid):
+            return
+        prefix = self.system_prefix(fixed_head(messages))
+        n = len(prefix)
+        # at least one prompt token is left to evaluate: the call needs its logits
+        if n < MIN_PREFIX_TOKENS or n >= len(prompt) or prompt[:n] != prefix:
+            return
+        if llm.n_tokens >= n and llm.input_ids[:n].tolist() == prefix:
+            return  # this process already holds it
+        import llama_cpp
+        import numpy as np
+        from llama_cpp.llama import LlamaState
+
+        key = saved_states.cache_key(self.path, self.context_size, prefix, llama_cpp.__version__)
+        data = saved_states.read(self._prefix_dir, key, prefix)
+        if data is not None:
+            ids = np.zeros(self.context_size, dtype=np.intc)  # load_state replaces the whole array
+            ids[:n] = prefix
+            # save_state's `scores` (n tokens x the vocabulary, float32) are not stored: without
+            # logits_all llama-cpp-python never reads them; a (1, n_vocab) row broadcasts into place
+            state = LlamaState(input_ids=ids, scores=np.zeros((1, llm.n_vocab()), dtype=np.single),
+                               n_tokens=n, llama_state=data, llama_state_size=len(data), seed=llm._seed)
+            try:
+                llm.load_state(state)
+                self._primed = (n, 0)
+                return
+            except Exception:  # a state llama.cpp refuses: evaluate and save it again
+                llm.reset()
+        llm.reset()
+        try:
+            llm.eval(prefix)
+        except RuntimeError as exc:
+            raise ModelError(f"llama.cpp failed while reading the system prompt: {exc}") from exc
+        self._primed = (0, n)
+        data = self._state_bytes()
+        if data is not None:
+            saved_states.write(self._prefix_dir, key, prefix, data)
+
+    def _state_bytes(self) -> Optional[bytes]:
+        """llama.cpp's state (KV cells, last logits): the bytes Llama.save_state keeps, without
+        its copy of every evaluated token's scores, which is large and never read here."""
+        import ctypes
+
+        import llama_cpp
+
+        ctx = self._llm._ctx.ctx
+        size = llama_cpp.llama_state_get_size(ctx)
+        buf = (ctypes.c_uint8 * int(size))()
+        n = int(llama_cpp.llama_state_get_data(ctx, buf, size))
+        if n <= 0 or n > int(size):
+            return None
+        return ctypes.string_at(buf, n)
+
