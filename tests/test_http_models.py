@@ -54,7 +54,7 @@ def test_ask_over_http_strips_forced_invalid_citations(corpus_db, cli, llama_ser
     grammar.write_text(forced_text_grammar(FORCED))
     before = fingerprint(corpus_db)
     result = cli("ask", "what is a craniotomy?", "--json", "--model", llama_server, "--grammar-file", grammar,
-                 "--no-expand", "--max-tokens", "160", "--book", "primer")
+                 "--no-expand", "--max-tokens", "160", "--book", "primer", "--no-log")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["status"] == "answered", data["warnings"]  # the forced text ends before 160 tokens
@@ -63,7 +63,7 @@ def test_ask_over_http_strips_forced_invalid_citations(corpus_db, cli, llama_ser
     assert {"[S19]", "(p. 45)"} <= {r["text"] for r in data["removed_citations"]}
     assert data["model"] == {"backend": "openai-http", "server": "llama-cpp-python", "url": llama_server,
                              "name": "tiny", "n_ctx": 2048, "temperature": 0.2, "seed": 0, "structured": "grammar"}
-    assert fingerprint(corpus_db) == before  # ask writes nothing
+    assert fingerprint(corpus_db) == before  # ask --no-log writes nothing
 
 
 def test_ask_verify_over_http(corpus_db, cli, llama_server, tmp_path):  # noqa: F811
