@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import requests  # tests/browser/conftest.py
+from browser.conftest import requests  # tests/browser/conftest.py (a package: its conftest is not the top-level one)
 from serve_helpers import ROOT, Server, server_env
 
 FORCED = "The bone flap is lifted [S1]. The artery is clipped at its neck [S2]. Edema follows [S19] (p. 45)."
