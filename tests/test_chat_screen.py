@@ -76,6 +76,9 @@ def test_chat_follow_up_sources_history_paste_and_ctrl_d(corpus_db, tiny_gguf, t
 
         s.send("/help\r")
         seen = s.wait_for("/show S2", after=seen)
+        # Ctrl-D only once the prompt is drawn: before it the terminal is in cooked mode and its line
+        # discipline takes ^D as end-of-file, so the program would never read it as a key
+        s.wait_for_cursor_line("›")
         s.send("\x04")  # Ctrl-D leaves
         s.wait_for("bye", after=seen)
         assert s.close() == 0
