@@ -314,6 +314,7 @@ def main() -> int:
     ap.add_argument("--set", choices=("answerable", "unanswerable"))
     ap.add_argument("--variant", help="prompt variant (bench/answer_variants.py) instead of ragcli's own")
     ap.add_argument("--no-expand", action="store_true")
+    ap.add_argument("--rewrite", action="store_true", help="ask with the model rewrite of the question (ask --rewrite)")
     ap.add_argument("--out", help="write one JSON record per question here")
     ap.add_argument("--label", default="")
     ap.add_argument("--repeat-penalty", type=float, default=None, help="llama.cpp's; ragcli's default if unset")
@@ -351,7 +352,8 @@ def main() -> int:
     without = {w for w in args.without.split(",") if w}
     _switch_off(without)
     oracle = install_oracle() if args.oracle else None
-    opts = ask.AskOptions(max_tokens=args.max_tokens, expand=not args.no_expand, judge=args.judge)
+    opts = ask.AskOptions(max_tokens=args.max_tokens, expand=not args.no_expand, judge=args.judge,
+                          rewrite=args.rewrite)
     out = open(args.out, "w", encoding="utf-8") if args.out else None
     records = []
     for q in load_questions(args):

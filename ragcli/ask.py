@@ -33,6 +33,10 @@ class AskOptions:
     k: int = 10  # as `ragcli eval` ranks them: the question's own top 5 pinned, the top 10 re-ranked
     book_ids: Optional[Sequence[str]] = None
     expand: bool = True
+    # the model rewrites the question into the books' words before the search (search/rewrite.py). Off by
+    # default: on FM (tuning) and CERT (held out) the question's own search put a passage of the answer's
+    # pages at rank 1 as often or more often, and the call costs a quarter of a 1.5B ask (decision D102)
+    rewrite: bool = False
     feedback: bool = False  # pseudo-relevance feedback (search mode `feedback`): for topical questions
     max_tokens: int = 512
     show_prompt: bool = False
@@ -95,7 +99,7 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
         embedder = MemoEmbedder(embedder)  # the answer and its claims share sentence vectors
     search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
                                 check_language=True, rerank_depth=opts.rerank_depth, skip_kinds=NOT_EXPOSITION)
-    result = search(conn, embedder, question, search_opts, model=model, reranker=reranker,
+    result = search(conn, embedder, question, search_opts, model=model if opts.rewrite else None, reranker=reranker,
                     on_expanded=on_expanded, on_phase=phase)
     cal = calibrations.for_corpus(conn)
     # tokens estimated, not the model's: the same blocks (and labels) whichever model answers, or none

@@ -3,6 +3,7 @@ test's model cache and a private copy of a corpus."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -28,6 +29,26 @@ def server_env(cache: Path, home: Path) -> dict:
                XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"),
                XDG_CACHE_HOME=str(home / "cache"), PYTHONPATH=str(ROOT))
     return env
+
+
+def corpus_copy(template_db: dict, folder: Path, inbox: str = "") -> tuple[Path, Path | None]:
+    """A fresh copy of the session's template corpus in `folder` (a server may write to it), and
+    `folder/inbox` made empty when named (a folder a server is allowed to ingest from)."""
+    db = folder / "corpus.db"
+    shutil.copyfile(template_db["path"], db)
+    box = None
+    if inbox:
+        box = folder / inbox
+        box.mkdir()
+    return db, box
+
+
+def keyed_server(template_db: dict, model_cache: Path, folder: Path, key: str) -> "Server":
+    """A server on a copy of the template corpus whose API key comes from RAGCLI_SERVE_KEY."""
+    db, _ = corpus_copy(template_db, folder)
+    env = server_env(model_cache, folder / "home")
+    env["RAGCLI_SERVE_KEY"] = key
+    return Server(["--db", db], env, folder / "serve.log", key=key)
 
 
 class Server:

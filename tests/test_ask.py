@@ -101,7 +101,7 @@ def test_streamed_text_equals_answer_and_never_shows_invalid_labels(conn, embedd
 def test_expansion_is_used_and_shown(conn, embedder):
     replies = ["craniotomy bone flap dura opening", "It is a craniotomy [S1]."]
     model = FakeChatModel(replies)
-    answer = ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions())
+    answer = ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions(rewrite=True))
     assert answer.expanded_query == "craniotomy bone flap dura opening"
     rewrite_call = model.calls[0]
     assert rewrite_call["constraint"] and "Question: what happens after cutting the skull?" in \
@@ -114,13 +114,13 @@ def test_phases_name_the_rewrite_and_the_search_apart(conn, embedder):
     retrieval runs: search.pipeline reports each step as it starts."""
     model = FakeChatModel(["craniotomy bone flap dura opening", "It is a craniotomy [S1]."] + ["[S1]"] * 2)
     seen = []
-    ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions(),
+    ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions(rewrite=True),
             on_phase=lambda name, **info: seen.append((name, len(model.calls))))
     names = [name for name, _ in seen]
     assert names[:names.index("claims") + 1] == ["expand", "rewrite", "search", "prompt", "claims"]
     seen.clear()
     model = FakeChatModel(["craniotomy bone flap dura opening", "It is a craniotomy [S1]."] + ["[S1]"] * 2)
-    ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions(judge=True),
+    ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions(judge=True, rewrite=True),
             on_phase=lambda name, **info: seen.append((name, len(model.calls))))
     names = [name for name, _ in seen]
     assert names[:names.index("claims") + 1] == ["expand", "rewrite", "search", "prompt", "judge", "claims"]
@@ -132,6 +132,15 @@ def test_phases_name_the_rewrite_and_the_search_apart(conn, embedder):
     ask.ask(conn, embedder, "what happens after cutting the skull?", FakeChatModel(["It is [S1]."] * 2),
             ask.AskOptions(expand=False), on_phase=lambda name, **info: seen.append(name))
     assert seen[:2] == ["search", "prompt"]  # no expansion, no rewrite: searching only
+
+
+def test_ask_makes_no_rewrite_call_unless_asked(conn, embedder):
+    """The model rewrite is off by default (D102): the answer is the only call, and the question's own
+    words are searched; with rewrite=True the rewrite call comes first."""
+    model = FakeChatModel(["It is a craniotomy [S1]."])  # a second call would fail the test
+    answer = ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions())
+    assert len(model.calls) == 1 and model.calls[0]["messages"][-1]["content"].startswith("Passages:")
+    assert answer.expanded_query is None or "craniotomy bone flap" not in answer.expanded_query
 
 
 def test_bad_rewrite_cannot_push_out_the_original_hits(conn, embedder):
@@ -220,7 +229,7 @@ def test_the_calls_of_one_ask_begin_alike_and_the_answer_reuses_the_rewrites_cac
     model = _Recording(load_model(tiny_gguf, n_ctx=2048))
     forced = Grammar(forced_text_grammar("The brain swells after the bone flap is lifted [S1]."))
     answer = ask.ask(conn, embedder, "why does my head puff up after they cut the skull?", model,
-                     ask.AskOptions(grammar=forced, max_tokens=160, verify=True))
+                     ask.AskOptions(grammar=forced, max_tokens=160, verify=True, rewrite=True))
     tasks = [c["messages"][-1]["content"].split(":")[0] for c in model.calls]
     assert tasks == ["TASK", "Passages", "TASK"]  # rewrite, answer, verify
     assert "check each numbered claim" in model.calls[2]["messages"][-1]["content"]

@@ -117,7 +117,7 @@ def test_on_screen_no_invalid_label_warnings_after_the_answer_and_the_status_lin
 
 def test_the_status_line_names_the_rewrite_then_the_search(corpus_db, tiny_gguf, tmp_path):
     grammar = _forced(tmp_path, "The bone flap is lifted [S1].")
-    args = [a for a in _ask(tiny_gguf, grammar) if a != "--no-expand"]
+    args = [a for a in _ask(tiny_gguf, grammar) if a != "--no-expand"] + ["--rewrite"]
     args[1] = "why does the brain swell after an operation?"  # no book term: the model rewrites it
     screen = terminal.run(args, columns=80)
     assert screen.returncode == 0, screen.screen

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from serve_helpers import Server, server_env
+from serve_helpers import Server, keyed_server, server_env
 
 KEY = "guard-test-key-0f3a"
 
@@ -273,11 +273,7 @@ def test_slow_clients_are_closed_at_the_header_timeout_and_others_are_served(pla
 # -- the key, [::1] -------------------------------------------------------------------------------
 
 def test_the_bearer_scheme_is_case_insensitive(template_db, model_cache, tmp_path):
-    db = tmp_path / "corpus.db"
-    shutil.copyfile(template_db["path"], db)
-    env = server_env(model_cache, tmp_path / "home")
-    env["RAGCLI_SERVE_KEY"] = KEY
-    server = Server(["--db", db], env, tmp_path / "serve.log", key=KEY)
+    server = keyed_server(template_db, model_cache, tmp_path, KEY)
     try:
         for scheme in ("Bearer", "bearer", "BEARER"):
             assert send(server, "GET", "/books", headers={"Authorization": f"{scheme} {KEY}"})[0] == 200, scheme

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from serve_helpers import Server, server_env
+from serve_helpers import Server, keyed_server, server_env
 
 KEY = "serve-test-key-5d1e"
 FORCED = "The bone flap is lifted [S1]. Edema follows [S19] (p. 45)."
@@ -234,11 +234,7 @@ def test_serve_refuses_a_public_bind_without_a_key_before_loading_anything(run_m
 
 
 def test_api_key_is_required_and_never_logged(template_db, model_cache, tmp_path):
-    db = tmp_path / "corpus.db"
-    shutil.copyfile(template_db["path"], db)
-    env = server_env(model_cache, tmp_path / "home")
-    env["RAGCLI_SERVE_KEY"] = KEY
-    server = Server(["--db", db], env, tmp_path / "serve.log", key=KEY)
+    server = keyed_server(template_db, model_cache, tmp_path, KEY)
     try:
         assert raw(server, "GET", "/v1/models")[0] == 401
         code, data = raw(server, "GET", "/books", headers={"Authorization": "Bearer wrong"})

@@ -22,7 +22,7 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from serve_helpers import ROOT, server_env
+from serve_helpers import ROOT, corpus_copy, server_env
 
 TOOLS = ["search", "ask", "books", "summary_list", "summary_show", "read_passage", "ingest"]
 
@@ -85,10 +85,7 @@ class Rpc:
 @pytest.fixture(scope="module")
 def rpc(template_db, model_cache, tmp_path_factory):
     work = tmp_path_factory.mktemp("mcp-guard")
-    db = work / "corpus.db"
-    shutil.copyfile(template_db["path"], db)
-    inbox = work / "inbox"
-    inbox.mkdir()
+    db, inbox = corpus_copy(template_db, work, "inbox")
     server = Rpc(["--db", db, "--allow-ingest", inbox], server_env(model_cache, work / "home"))
     yield server
     server.close()

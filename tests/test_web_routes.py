@@ -6,12 +6,11 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
-from serve_helpers import Server, server_env
+from serve_helpers import Server, corpus_copy, server_env
 
 KEY = "route-walk-key-41f0"
 WEB = Path(__file__).resolve().parents[1] / "ragcli" / "serve" / "web"
@@ -21,10 +20,7 @@ PARAMS = {"topic": "aneurysms", "cid": "1", "pid": "1"}
 @pytest.fixture(scope="module")
 def keyed(template_db, model_cache, tmp_path_factory):
     work = tmp_path_factory.mktemp("routes")
-    corpus = work / "corpus.db"
-    shutil.copyfile(template_db["path"], corpus)
-    uploads = work / "uploads"
-    uploads.mkdir()
+    corpus, uploads = corpus_copy(template_db, work, "uploads")
     server = Server(["--db", corpus, "--api-key", KEY, "--allow-ingest", uploads],
                     server_env(model_cache, work / "home"), work / "serve.log", key=KEY)
     server.db, server.uploads = corpus, uploads

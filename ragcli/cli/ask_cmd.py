@@ -37,7 +37,10 @@ def ask(
     question: Annotated[str, typer.Argument(help="Your question, in your own words.")],
     book: BookOpt = None,
     k: Annotated[int, typer.Option("-k", min=1, max=50, help="Passages to retrieve.")] = 10,
-    no_expand: Annotated[bool, typer.Option("--no-expand", help="Do not rewrite the question.")] = False,
+    no_expand: Annotated[bool, typer.Option("--no-expand", help="Search the question's words only: no book "
+                                            "terms, no rewrite.")] = False,
+    rewrite: Annotated[bool, typer.Option("--rewrite", help="The model first rewrites the question into the "
+                                          "books' words (slower; off by default).")] = False,
     feedback: FeedbackOpt = False,
     show_prompt: Annotated[bool, typer.Option("--show-prompt", help="Print the exact prompt (stderr).")] = False,
     evidence: Annotated[bool, typer.Option("--evidence", help="Show each sentence's supporting quote.")] = False,
@@ -82,7 +85,7 @@ def ask(
     chat_model, settings = load_model(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
     reranker, depth = load_reranker(rerank, rerank_depth, chat_model)
     stream = AnswerStream.for_model(chat_model, json_out or output != "text")
-    opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
+    opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, rewrite=rewrite, feedback=feedback,
                            max_tokens=settings.max_tokens, show_prompt=show_prompt,
                            grammar=read_grammar(grammar_file), verify=verify, evidence=evidence, rerank_depth=depth,
                            judge=judge)

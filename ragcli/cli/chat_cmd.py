@@ -33,7 +33,10 @@ PROMPT = "› "
 def chat(
     book: BookOpt = None,
     k: Annotated[int, typer.Option("-k", min=1, max=50, help="Passages to retrieve per question.")] = 10,
-    no_expand: Annotated[bool, typer.Option("--no-expand", help="Do not rewrite the questions.")] = False,
+    no_expand: Annotated[bool, typer.Option("--no-expand", help="Search the questions' words only: no book "
+                                            "terms, no rewrite.")] = False,
+    rewrite: Annotated[bool, typer.Option("--rewrite", help="The model first rewrites each question into the "
+                                          "books' words (slower; off by default).")] = False,
     evidence: Annotated[bool, typer.Option("--evidence", help="Show each sentence's supporting quote.")] = False,
     model: ModelOpt = None, model_name: ModelNameOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None,
     gpu_layers: GpuOpt = None, seed: SeedOpt = None, temperature: TempOpt = None,
@@ -61,7 +64,7 @@ def chat(
     grammar = read_grammar(grammar_file)
 
     def options():
-        return asking.AskOptions(k=k, book_ids=book, expand=not no_expand, max_tokens=settings.max_tokens,
+        return asking.AskOptions(k=k, book_ids=book, expand=not no_expand, rewrite=rewrite, max_tokens=settings.max_tokens,
                                  grammar=grammar, evidence=evidence, rerank_depth=depth)
 
     out = console()

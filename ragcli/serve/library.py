@@ -143,15 +143,7 @@ class Library:
                                max_tokens=min(max_tokens or self.max_tokens, self.max_tokens), verify=verify, evidence=evidence,
                                grammar=self.grammar)
 
-        def text(piece: str) -> None:
-            check()
-            if on_text:
-                on_text(piece)
-
-        def phase(name, *args, **kwargs) -> None:
-            check()
-            if on_phase:
-                on_phase(name)
+        text, phase = _callbacks(check, on_text, on_phase)
 
         def progress(event: str, info: dict) -> None:
             check()
@@ -282,15 +274,7 @@ class Library:
         opts = core.AskOptions(k=k, book_ids=_books(book), max_tokens=self.max_tokens, evidence=True,
                                grammar=self.grammar)
 
-        def text(piece: str) -> None:
-            check()
-            if on_text:
-                on_text(piece)
-
-        def phase(name, *args, **kwargs) -> None:
-            check()
-            if on_phase:
-                on_phase(name)
+        text, phase = _callbacks(check, on_text, on_phase)
 
         def made(standalone) -> None:
             if on_standalone:
@@ -311,15 +295,7 @@ class Library:
             raise UsageError("the topic is empty: give a few words, e.g. `aneurysms`")
         check = _checking(job)
 
-        def text(piece: str) -> None:
-            check()
-            if on_text:
-                on_text(piece)
-
-        def phase(name, *args, **kwargs) -> None:
-            check()
-            if on_phase:
-                on_phase(name)
+        text, phase = _callbacks(check, on_text, on_phase)
 
         opts = summary.SummaryOptions(grammar=self.grammar)
         with self.models.lease() as model:
@@ -381,3 +357,20 @@ def _checking(job: Optional[Job]) -> Callable[..., None]:
         if job is not None:
             job.check()
     return check
+
+
+def _callbacks(check: Callable[[], None], on_text: Optional[Callable[[str], None]],
+               on_phase: Optional[Callable[..., None]]):
+    """The (text, phase) callbacks a served call passes to the core: each first checks the job (a
+    cancelled or timed-out job stops there), then tells the caller's own callback, if any."""
+    def text(piece: str) -> None:
+        check()
+        if on_text:
+            on_text(piece)
+
+    def phase(name, *args, **kwargs) -> None:
+        check()
+        if on_phase:
+            on_phase(name)
+
+    return text, phase
