@@ -468,14 +468,15 @@ def test_the_rewrite_runs_only_for_a_question_with_a_word_the_books_lack(conn, e
     assert missing_words(inside, in_corpus) == [] and not needed(inside, in_corpus)
     model = FakeChatModel(["A ruptured aneurysm is clipped or coiled [S1]."])
     seen = []
-    answer = ask.ask(conn, embedder, inside, model, ask.AskOptions(), on_phase=lambda name, **i: seen.append(name))
+    answer = ask.ask(conn, embedder, inside, model, ask.AskOptions(rewrite=True),
+                     on_phase=lambda name, **i: seen.append(name))
     assert "rewrite" not in seen and answer.expanded_query != "A ruptured aneurysm is clipped or coiled [S1]."
     assert len(model.calls) == 1 and not model.calls[0]["constraint"]  # the answer's call only
     # a lay word the book never uses ("puff") lets it run first
     lay = "why does my head puff up after brain surgery?"
     assert missing_words(lay, in_corpus) == ["puff"] and needed(lay, in_corpus)
     model = FakeChatModel(["cerebral edema after craniotomy", "The brain swells [S1]."])
-    answer = ask.ask(conn, embedder, lay, model, ask.AskOptions())
+    answer = ask.ask(conn, embedder, lay, model, ask.AskOptions(rewrite=True))
     assert model.calls[0]["constraint"] and "Question: " + lay in model.calls[0]["messages"][-1]["content"]
     assert answer.expanded_query == "cerebral edema after craniotomy"
 

@@ -37,9 +37,25 @@ BURNS = ["Burns are injuries to skin.", "Cool the burn with running water for te
 SPLINTS = ["A splint keeps a broken bone still.", "Pad the splint and tie it above and below the break."]
 
 
+# small-to-big (D86), as a caller or a bench variant asks for it; ask's default joins nothing (D102)
+JOINING = dict(block_tokens=260, max_neighbours=1)
+
+
+def test_by_default_each_ranked_passage_is_its_own_block_and_near_duplicates_still_merge():
+    book = _book([("Burns", BURNS), ("Splints", SPLINTS)])
+    hits = [book[1], book[3], book[0], book[2], book[4]]
+    blocks, rest = context.build(hits, _neighbours(book))
+    assert [b.hit.passage_id for b in blocks] == [101, 103, 100, 102, 104] and rest == []
+    assert all(len(context.passages_of(b)) == 1 for b in blocks)  # no neighbour joined, no adjacent hit
+    assert [b.label for b in blocks] == ["S1", "S2", "S3", "S4", "S5"]
+    many = _book([(f"S{i}", [f"Passage number {i} says a different thing about item {i}."]) for i in range(9)])
+    blocks, rest = context.build(many, _neighbours(many))
+    assert len(blocks) == context.MAX_BLOCKS == 6 and len(rest) == 3
+
+
 def test_a_hit_is_joined_with_its_neighbours_of_the_same_section_only():
     book = _book([("Burns", BURNS), ("Splints", SPLINTS)])
-    blocks, rest = context.build([book[1]], _neighbours(book))
+    blocks, rest = context.build([book[1]], _neighbours(book), **JOINING)
     assert len(blocks) == 1 and rest == []
     b = blocks[0]
     # the whole Burns section, in reading order; the Splints passage next to it is another section
@@ -47,16 +63,16 @@ def test_a_hit_is_joined_with_its_neighbours_of_the_same_section_only():
     assert b.hit.text.split("\n") == BURNS
     assert (b.hit.page_start, b.hit.page_end, b.hit.page_label) == (1, 3, "1-1")
     assert b.hit.passage_id == 101 and b.hit.text_hash == "h1"  # the ranked passage's id: show/open follow it
-    blocks, _ = context.build([book[2]], _neighbours(book))
+    blocks, _ = context.build([book[2]], _neighbours(book), **JOINING)
     assert [p.passage_id for p in blocks[0].passages] == [101, 102]  # not the Splints passage after it
-    blocks, _ = context.build([book[2]], _neighbours(book), max_neighbours=2)
+    blocks, _ = context.build([book[2]], _neighbours(book), block_tokens=260, max_neighbours=2)
     assert [p.passage_id for p in blocks[0].passages] == [100, 101, 102]
 
 
 def test_the_words_a_passage_repeats_from_the_one_before_are_removed_where_they_join():
     book = _book([("CPR", ["Kneel beside the person. Place both hands on the centre of the chest",
                            "on the centre of the chest and push hard and fast, 100 times a minute."])])
-    blocks, _ = context.build([book[0]], _neighbours(book))
+    blocks, _ = context.build([book[0]], _neighbours(book), **JOINING)
     text = blocks[0].hit.text
     assert text.lower().count("centre of the chest") == 1
     assert text.endswith("push hard and fast, 100 times a minute.")
@@ -90,19 +106,19 @@ def test_the_token_budget_and_the_block_count_are_kept():
     long = [" ".join(f"word{i}x{j}" for j in range(60)) for i in range(8)]
     book = _book([(f"S{i}", [t]) for i, t in enumerate(long)])
     hits = list(reversed(book))
-    blocks, rest = context.build(hits, _neighbours(book), budget=250, max_blocks=4)
+    blocks, rest = context.build(hits, _neighbours(book), budget=250, max_blocks=4, **JOINING)
     used = sum(context.estimate_tokens(b.hit.text) for b in blocks)
     assert used <= 250 and len(blocks) == 3  # 82 tokens each
     assert [s.label for s in blocks + rest] == [f"S{i}" for i in range(1, 9)]  # rank order, blocks first
     assert {p.passage_id for b in blocks for p in context.passages_of(b)}.isdisjoint(
         {s.hit.passage_id for s in rest})
-    blocks, rest = context.build(hits, _neighbours(book), budget=10_000, max_blocks=2)
+    blocks, rest = context.build(hits, _neighbours(book), budget=10_000, max_blocks=2, **JOINING)
     assert len(blocks) == 2 and len(rest) == 6
     # a block whose neighbours would break the budget comes in as its hit alone
     book = _book([("Burns", [" ".join(["cool"] * 50), " ".join(["water"] * 50), " ".join(["dress"] * 50)])])
     other = _book([("Eyes", ["Rinse the eye with clean water."])], book="eyes")
     other[0].passage_id = 700
-    blocks, _ = context.build([other[0], book[1]], _neighbours(book + other), budget=90)
+    blocks, _ = context.build([other[0], book[1]], _neighbours(book + other), budget=90, **JOINING)
     assert [p.passage_id for p in blocks[1].passages] == [101]
 
 
@@ -117,7 +133,7 @@ def test_a_figure_stays_a_block_of_its_own_with_its_own_label():
 
 def test_a_block_label_is_named_by_every_page_it_holds_and_evidence_names_the_right_page():
     book = _book([("Burns", BURNS)])
-    blocks, _ = context.build([book[1]], _neighbours(book))
+    blocks, _ = context.build([book[1]], _neighbours(book), **JOINING)
     pages, *_ = prompt.reference_maps(blocks)
     assert pages == {"1-1": ["S1"], "1-2": ["S1"], "1-3": ["S1"]}
     checked = citations.validate("Cover it loosely (p. 1-3).", {"S1"}, *prompt.reference_maps(blocks))
@@ -148,6 +164,7 @@ def test_ask_gives_the_model_blocks_and_json_sources_name_their_passages(conn, e
     # the sample book's passages are whole 120-word windows: two of them joined need more room than
     # the default block (sized on CERT's shorter passages)
     monkeypatch.setattr(context, "BLOCK_TOKENS", 400)
+    monkeypatch.setattr(context, "MAX_NEIGHBOURS", 1)  # small-to-big, as a caller may set it
     model = FakeChatModel("Mannitol lowers the pressure [S1]. It is given as a bolus [S9].")
     answer = ask.ask(conn, embedder, "mannitol for raised intracranial pressure", model,
                      ask.AskOptions(expand=False))
@@ -177,7 +194,7 @@ def test_ask_gives_the_model_blocks_and_json_sources_name_their_passages(conn, e
 
 def test_a_block_that_does_not_fit_the_window_shrinks_to_its_ranked_passage_before_it_is_dropped():
     book = _book([("Burns", [" ".join(["cool"] * 80), "Cool the burn with running water.", " ".join(["dress"] * 80)])])
-    blocks, _ = context.build([book[1]], _neighbours(book), block_tokens=500)
+    blocks, _ = context.build([book[1]], _neighbours(book), block_tokens=500, max_neighbours=1)
     assert [p.passage_id for p in blocks[0].passages] == [100, 101, 102]
     from ragcli.types import Source
 

@@ -1,12 +1,13 @@
-"""The context an answer reads: from the ranked hits, fewer and contiguous blocks (small-to-big).
+"""The context an answer reads: from the ranked hits, the blocks the model is given.
 
-Each passage hit, best first, becomes a block: the hit joined with its neighbours in reading order
-(previous and next passage of the same book) that lie in the same section, so a procedure or a list
-cut by the passage boundary is read whole; the words a passage repeats from the one before it (the
-windows' overlap) are removed where they join. A hit that is already inside a block, or that continues
-one, joins it; a block that says nearly what a better block says is merged into it (its passages are
-named by the better block's label). Blocks are added, best first, until MAX_BLOCKS or the token
-budget; a block that does not fit whole is tried as its hit alone. Figures stay blocks of their own.
+Each passage hit, best first, becomes a block. By default (decision D102) a block is the hit alone: a
+near-duplicate of a better block is merged into it (its passages are named by the better block's label),
+and at most MAX_BLOCKS are given. With `max_neighbours` (small-to-big, decision D86) the hit is joined
+with its neighbours in reading order (previous and next passage of the same book) that lie in the same
+section, so a procedure cut by the passage boundary is read whole; the words a passage repeats from the
+one before it are removed where they join, a hit inside or next to a block joins it, and blocks are added
+until MAX_BLOCKS or the token budget (a block that does not fit whole is tried as its hit alone).
+Figures stay blocks of their own.
 
 A block is a `Source` whose `hit` carries the joined text and the pages it spans, and whose `passages`
 are the book passages it holds, in reading order: the label names what the reader can open (its
@@ -21,11 +22,15 @@ from typing import Callable, Optional
 
 from ragcli.types import Hit, Source
 
-# Chosen on CERT retrieval (decision D86); bench/answer_variants.py `context-T-N[-J]` sets them for a run.
-CONTEXT_TOKENS = 700  # the blocks' text, all together
-MAX_BLOCKS = 5
-BLOCK_TOKENS = 260  # one block grows with neighbours up to this
-MAX_NEIGHBOURS = 1  # passages added on each side of a hit, at most
+# Chosen by the 1.5B's answers read on FM and checked on CERT (decision D102): the ranked passages, each
+# its own block (no neighbour joined, MAX_NEIGHBOURS 0), near-duplicates merged, at most 6; no budget but
+# the model's window (prompt.build). With a neighbour a side (260-token blocks, 700 in all: D86) the model
+# copied the neighbour more often (wrong answers shown on FM 7 of 44 against 5). bench/answer_variants.py
+# `context-T-N[-J]` sets them for a run; a caller may pass its own to `build`.
+CONTEXT_TOKENS: Optional[int] = None  # the blocks' text, all together (None: no cap)
+MAX_BLOCKS = 6
+BLOCK_TOKENS = 0  # one block grows with neighbours (or an adjacent hit) up to this
+MAX_NEIGHBOURS = 0  # passages added on each side of a hit, at most
 NEAR_DUPLICATE = 0.8  # share of the smaller block's word 3-grams found in the other
 MIN_OVERLAP_WORDS = 3  # a repeated run shorter than this where two passages join is kept
 
@@ -112,7 +117,7 @@ def build(hits: list[Hit], neighbours: Optional[Neighbours] = None,
     blocks first. `neighbours(hit)`: the previous and next passage of its book (None: no joining).
     Unset limits are the module's (read at the call, so a bench variant can set them)."""
     count = count_tokens or estimate_tokens
-    budget = CONTEXT_TOKENS if budget is None else budget
+    budget = CONTEXT_TOKENS if budget is None else budget  # still None: no cap
     max_blocks = MAX_BLOCKS if max_blocks is None else max_blocks
     block_tokens = BLOCK_TOKENS if block_tokens is None else block_tokens
     max_neighbours = MAX_NEIGHBOURS if max_neighbours is None else max_neighbours
@@ -146,7 +151,7 @@ def build(hits: list[Hit], neighbours: Optional[Neighbours] = None,
             placed |= {m.passage_id for m in block.members}
             continue
         size = count(block.text())
-        if blocks and used + size > budget:
+        if blocks and budget is not None and used + size > budget:
             block = _Block(hit)  # the hit alone, when its neighbours do not fit
             size = count(block.text())
             if used + size > budget:
