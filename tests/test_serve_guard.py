@@ -120,6 +120,7 @@ BAD = [
     ("POST", "/search", {"query": "bone", "k": 10 ** 30}, 400),
     ("POST", "/search", b'{"query": "bone", "k": 1e999}', 400),
     ("POST", "/ask", {"question": "x", "k": 2.5}, 400),
+    ("POST", "/ask", {"question": "x", "rewrite": "yes"}, 400),
     ("GET", "/summaries/x?number=%C2%B2", None, 400),
     ("GET", "/summaries/x?number=99999999999999999999", None, 400),
     ("GET", "/summaries/%ED%A0%80", None, 404),
@@ -149,7 +150,7 @@ NUMBER = st.one_of(st.integers(), st.integers(min_value=-10 ** 40, max_value=10 
 SCALAR = st.one_of(st.none(), st.booleans(), NUMBER, TEXT)
 JSON = st.recursive(SCALAR, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                    st.dictionaries(TEXT, inner, max_size=4)), max_leaves=12)
-FIELDS = ["query", "question", "book", "k", "mode", "expand", "feedback", "verify", "evidence", "max_tokens",
+FIELDS = ["query", "question", "book", "k", "mode", "expand", "rewrite", "feedback", "verify", "evidence", "max_tokens",
           "messages", "stream", "max_completion_tokens", "role", "content", "type", "text"]
 MESSAGE = st.fixed_dictionaries({"role": st.one_of(st.sampled_from(["user", "assistant", "system"]), JSON)},
                                 optional={"content": st.one_of(TEXT, JSON, st.lists(st.fixed_dictionaries(

@@ -180,6 +180,8 @@ def test_json_endpoints_match_the_cli_json(served, run_module):
     code, answer = raw(served, "POST", "/ask", {"question": QUESTION, "book": "primer"})
     assert code == 200 and answer["status"] == "answered" and "S19" not in answer["answer"]
     assert raw(served, "POST", "/ask", {"question": ""})[0] == 400
+    code, rewritten = raw(served, "POST", "/ask", {"question": QUESTION, "book": "primer", "rewrite": True})
+    assert code == 200 and rewritten["status"] in ("answered", "no_answer", "extractive")
     assert raw(served, "POST", "/search", {"query": "x", "mode": "sideways"})[0] == 400
 
 

@@ -4,7 +4,7 @@
                                 streamed (SSE) or not; the reply carries the sources (serve/chat.py)
     GET  /v1/models             one model, `ragcli`
     POST /search  {query, book?, k?, mode?}                       = `ragcli search --json`
-    POST /ask     {question, book?, k?, expand?, feedback?, ...}  = `ragcli ask --json`
+    POST /ask     {question, book?, k?, expand?, rewrite?, feedback?, ...}  = `ragcli ask --json`
     GET  /books                                                   = `ragcli books --json`
     GET  /summaries                                               = `ragcli summary topics --json`
     GET  /summaries/{topic}[?number=N]                            = `ragcli summary show --json`
@@ -98,6 +98,7 @@ class AskBody(_Body):
     book: Books = None
     k: StrictInt = 10
     expand: StrictBool = True
+    rewrite: StrictBool = False
     feedback: StrictBool = False
     verify: StrictBool = False
     evidence: StrictBool = False

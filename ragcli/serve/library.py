@@ -122,7 +122,7 @@ class Library:
         return hits_data(result.hits)
 
     def ask(self, question: str, book: Optional[Sequence[str]] = None, k: int = 10, expand: bool = True,
-            feedback: bool = False, verify: bool = False, evidence: bool = False,
+            rewrite: bool = False, feedback: bool = False, verify: bool = False, evidence: bool = False,
             max_tokens: Optional[int] = None, job: Optional[Job] = None,
             on_text: Optional[Callable[[str], None]] = None,
             on_phase: Optional[Callable[..., None]] = None,
@@ -139,7 +139,7 @@ class Library:
         conn = self.conn()
         check_scope(conn, _books(book))
         check = _checking(job)
-        opts = core.AskOptions(k=k, book_ids=_books(book), expand=expand, feedback=feedback,
+        opts = core.AskOptions(k=k, book_ids=_books(book), expand=expand, rewrite=rewrite, feedback=feedback,
                                max_tokens=min(max_tokens or self.max_tokens, self.max_tokens), verify=verify, evidence=evidence,
                                grammar=self.grammar)
 
