@@ -141,7 +141,9 @@ def test_stream_cut_keeps_the_validated_part(fault_server, corpus_db, cli):  # n
     result = cli("ask", "what is a craniotomy?", "--json", "--model", fault_server.url, "--no-expand", "--book", "primer")
     assert result.exit_code == 6 and "cut" in result.stderr
     data = json.loads(result.stdout)
-    assert data["status"] == "incomplete" and data["answer"].startswith("Lift the flap [S1].")
+    # the sentence keeps a label of a given source: the model's [S1], or the one ragcli found backs it
+    first = re.match(r"Lift the flap \[(S\d+)\]\.", data["answer"])
+    assert data["status"] == "incomplete" and first and first.group(1) in {s["label"] for s in data["sources"]}
     assert "[S40]" not in data["answer"] and "heals" in data["answer"] and "rest" not in data["answer"]
 
 
