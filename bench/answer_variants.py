@@ -199,7 +199,8 @@ def apply(name: str) -> Variant:
     """Install the variant for this process.
 
     Context variants (answer/context.py, issue 34): `context-T-N[-J]`: blocks of at most N, T tokens in
-    all, J neighbours a side (default: context.MAX_NEIGHBOURS; 0: the hits alone, no joining);
+    all, J neighbours a side (default: context.MAX_NEIGHBOURS; 0: the hits alone, no joining; J >= 1
+    grows a block to D86's 260 tokens): `context-700-5-1` is D86's blocks;
     `context-T-N-best-first`: the same, listed best first. `passages-6`: the context before blocks
     (every hit its own passage, the first 6, prompt.ANSWER_SOURCES)."""
     global _original_build
@@ -210,6 +211,8 @@ def apply(name: str) -> Variant:
         context.CONTEXT_TOKENS, context.MAX_BLOCKS = int(ctx.group(1)), int(ctx.group(2))
         if ctx.group(3) is not None:
             context.MAX_NEIGHBOURS = int(ctx.group(3))
+        if context.MAX_NEIGHBOURS and not context.BLOCK_TOKENS:
+            context.BLOCK_TOKENS = 260  # D86's block size (ask's default joins nothing: D102)
         if ctx.group(4):
             return apply("ragcli-reversed")
         return Variant(system=prompt.ANSWER_SYSTEM, passages=context.MAX_BLOCKS, example=True)
