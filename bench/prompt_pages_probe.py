@@ -17,7 +17,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from ragcli.store import db, files
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_context import on_pages
+from ragcli.ask import _adjacent
+from ragcli.store import db
 from ragcli.models import embed
 from ragcli.search import pipeline
 from ragcli.search.pipeline import SearchOptions, mode_for, search
@@ -47,9 +50,12 @@ if a.norew_run:
             rew[d["id"]] = None  # the book terms, not a model rewrite
 cur = {}
 pipeline.model_rewrite = lambda *args, **kw: cur.get("text")
+
+
 def adj(h):
-    b, f = files.neighbours(conn, h)
-    return (b[-1] if b else None), (f[0] if f else None)
+    return _adjacent(conn, h)
+
+
 out = []
 for r in rows:
     pages = set(r.get("pages") or [])
@@ -65,16 +71,11 @@ for r in rows:
                 srcs = blocks[:prompt.ANSWER_SOURCES]
             else:
                 srcs = prompt.label_sources(result.hits)[:6]
-            pos = None; share = 0
-            for i, s in enumerate(srcs):
-                ps = s.passages or [s.hit]
-                on = [p for p in ps if any(pg in pages for pg in range(p.page_start, p.page_end + 1))]
-                if on and pos is None: pos = i + 1
+            pos = next((i for i, s in enumerate(srcs, 1) if on_pages(context.passages_of(s), pages)), None)
             toks = sum(context.estimate_tokens(s.hit.text) for s in srcs)
             res[f"{rw}-{cfg}"] = (pos, toks)
     out.append({"id": r["id"], **{k: v[0] for k, v in res.items()}, **{k + "-t": v[1] for k, v in res.items()}})
     print(r["id"], res, flush=True)
-import collections
 for k in ("rew-blocks", "rew-p6", "norew-blocks", "norew-p6"):
     vals = [o[k] for o in out]
     print(k, "in prompt", sum(v is not None for v in vals), "/", len(vals), "at 1:", sum(v == 1 for v in vals),
