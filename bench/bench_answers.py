@@ -253,6 +253,16 @@ def _switch_off(rules: set) -> None:
         refusal.unbacked_reason = functools.partial(refusal.unbacked_reason, skip=skip)
 
 
+def _set_cited_floor(floor) -> None:
+    """The shipped calibrations with another cited-passage floor (None: the rule off)."""
+    import dataclasses
+
+    from ragcli.store import calibration
+
+    for name, cal in list(calibration.SHIPPED.items()):
+        calibration.SHIPPED[name] = dataclasses.replace(cal, cited_floor=floor)
+
+
 def install_oracle() -> dict:
     """--oracle: the ceiling of the model, not of ragcli. Retrieval is replaced, question by question, by
     the passages on the pages the answer set lists (the retrieved ones in rank order, then the rest of
@@ -328,6 +338,8 @@ def main() -> int:
     ap.add_argument("--without", default="", help="status rules switched off (ablation), comma-separated: "
                     "missing_subject, off_question, no_context, and refusal.UNBACKED_RULES (amount, amount_of, "
                     "which, lacks, none_backed, mostly_contradicted)")
+    ap.add_argument("--cited-floor", help="the calibrated floor of the cited passages' cosine to the question "
+                    "(store/calibration.py's cited_floor) set to this figure, or 'off'")
     args = ap.parse_args()
 
     from ragcli import ask
@@ -351,6 +363,8 @@ def main() -> int:
         answer_variants.apply(args.variant)
     without = {w for w in args.without.split(",") if w}
     _switch_off(without)
+    if args.cited_floor:
+        _set_cited_floor(None if args.cited_floor == "off" else float(args.cited_floor))
     oracle = install_oracle() if args.oracle else None
     opts = ask.AskOptions(max_tokens=args.max_tokens, expand=not args.no_expand, judge=args.judge,
                           rewrite=args.rewrite)

@@ -236,6 +236,9 @@ def _assess(run: Run, answer: Answer, gen: Generated) -> Evidence:
         e.unbacked = refusal.unbacked_reason(answer, run.question, run.in_books)
         if run.calibration is not None:
             e.off_question = refusal.off_question(answer, run.question, run.embedder, run.calibration.off_question)
+            e.cited_floor = run.calibration.cited_floor
+            if e.cited_floor is not None:
+                e.cited_cosine = refusal.cited_cosine(answer, run.question, run.embedder)
     if run.judged is not None and run.judged.ran:
         e.judge_ran = True
         e.relevant = {s.label for s in run.judged.relevant(answer.sources)}

@@ -112,6 +112,8 @@ def standalone(question: str, history: Sequence[tuple[str, str]], model=None) ->
     question = " ".join(str(question).split())
     if not history:
         why = refers_back(question)
+        if why and _casualty_pronoun(question):
+            why = ""  # "his intestines are spilling out": the person in front of the asker, not an earlier turn
         if why:
             return Standalone(question, False, f"refers back: {why}, but no earlier turn", dangling=why)
         return Standalone(question, False, "first question of the conversation")
@@ -164,6 +166,17 @@ def refers_back(question: str) -> str:
     if not any(_is_subject(w) for w in words):
         return "no subject of its own"
     return ""
+
+
+def _casualty_pronoun(question: str) -> bool:
+    """Does the question's first dangling word stand for a person ("his", "she") in a question that has
+    a subject of its own? A first question's "he" is the person the asker is looking at ("His
+    intestines are spilling out of a belly wound"); only "it", "that", "they" or an opening such as
+    "and ..." asks for an earlier turn."""
+    words = _words(question)
+    i = _back_pronoun(words)
+    return (i is not None and words[i] in PERSON_PRONOUNS and not CONTINUATION.match(question)
+            and any(_is_subject(w) for w in words if w not in BACK_PRONOUNS))
 
 
 def _back_pronoun(words: Sequence[str]) -> Optional[int]:

@@ -281,9 +281,9 @@ def test_an_answer_with_a_number_no_passage_has_is_no_answer(conn, embedder):
 
 
 def test_an_answer_from_the_passages_stays_answered(conn, embedder):
-    def reply(messages):  # a plain sentence of a passage, with that passage's label
+    def reply(messages):  # a plain sentence of the best passage (listed last), with its label
         blocks = messages[-1]["content"].split("Passages:\n\n")[1].split("\n\nQuestion:")[0].split("\n\n")
-        for block in blocks:
+        for block in reversed(blocks):
             if not block.startswith("[S") or "\n" not in block:
                 continue  # a figure's one-line block, or a paragraph of the passage above
             label, text = block.split("]", 1)[0] + "]", block.split("\n", 1)[1]
@@ -295,6 +295,39 @@ def test_an_answer_from_the_passages_stays_answered(conn, embedder):
     answer = _ask(conn, embedder, FakeChatModel(reply))
     assert answer.status == "answered" and answer.attempts == 1
     assert answer.claims[0].support == "supported"
+
+
+def test_an_answer_from_a_passage_far_from_the_question_is_withheld(conn, embedder):
+    """A faithful copy of the passage furthest from the question in the prompt: every word is in its
+    passage, and the passage is not about the question (the calibrated cited-passage floor)."""
+    from ragcli.render.data import answer_data
+    from ragcli.store.calibration import CITED_FLOOR
+
+    seen = {}
+    BLEED = "what are the signs of a brain bleed?"
+
+    def reply(messages):
+        blocks = messages[-1]["content"].split("Passages:\n\n")[1].split("\n\nQuestion:")[0].split("\n\n")
+        scored = []
+        for block in blocks:
+            if block.startswith("[S") and "\n" in block:
+                label, text = block.split("]", 1)[0][1:], block.split("\n", 1)[1]
+                q, t = embedder.embed([BLEED, text])
+                scored.append((float(q @ t), label, text))
+        cosine, label, text = min(scored)
+        seen.update(cosine=cosine, label=label)
+        # its sentence nearest the question: the answer's own text is on the question (off_question passes)
+        sentences = [x.strip().rstrip(".") for x in text.split(". ") if len(x.split()) >= 6]
+        vecs = embedder.embed([BLEED, *sentences])
+        best = max(range(len(sentences)), key=lambda i: float(vecs[0] @ vecs[i + 1]))
+        return f"{sentences[best]}. [{label}]"
+
+    answer = ask.ask(conn, embedder, BLEED, FakeChatModel(reply), ask.AskOptions(expand=False, max_tokens=128))
+    assert seen["cosine"] < CITED_FLOOR  # a lay question: the technical passages found are not all near it
+    assert answer.status == "no_answer" and answer.reason == "far_passages", answer.notice
+    assert "about something else than the question" in answer.notice and f"{CITED_FLOOR:.2f}" in answer.notice
+    data = answer_data(answer)
+    assert data["answer"] == "" and f"[{seen['label']}]" in data["withheld_draft"]  # the draft is kept aside
 
 
 def test_real_llama_cpp_refusal_is_no_answer_in_json(ask_db, tmp_path, tiny_gguf):

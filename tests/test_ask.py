@@ -15,6 +15,7 @@ from ragcli.cli import app
 from ragcli.models.fake import FakeChatModel
 from ragcli.models.grammars import forced_text_grammar
 from ragcli.search.rewrite import clean_rewrite
+from ragcli.store.calibration import CITED_FLOOR
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
@@ -311,6 +312,33 @@ def test_an_answer_about_something_else_is_not_an_answer(embedder):
     assert refusal.off_question(answer, "How do I deliver a baby in the field?", embedder, DENSE_FLOOR)
     assert not refusal.off_question(answer, "How often should I check and replace field dressings?", embedder,
                                     DENSE_FLOOR)
+
+
+def _source(label: str, text: str):
+    from ragcli.types import Hit, Source
+
+    return Source(label, Hit(int(label[1:]), "passage", "b", "Book", ["Part"], 1, 1, "1", text))
+
+
+def test_the_cited_cosine_is_that_of_the_nearest_cited_passage(embedder):
+    from ragcli.answer import refusal
+    from ragcli.types import Answer, Claim
+
+    labour = "A pregnant woman in labour has gone into the shelter. How do I help deliver the baby?"
+    cribbing = _source("S1", "Gather cribbing and wedges. Lift the heavy object an inch at a time with a lever "
+                             "and place cribbing under it as it rises.")
+    birth = _source("S2", "Childbirth in the field: when the baby's head appears, support it gently; never pull "
+                          "on the baby. Keep the mother lying down with her knees bent.")
+    text = "Lift the heavy object an inch at a time [S1]."
+    answer = Answer("", None, text, "answered", ["S1"], [], [cribbing, birth])
+    answer.claims = [Claim(text[:-5], ["S1"], support="supported")]
+    far = refusal.cited_cosine(answer, labour, embedder)
+    assert far is not None and far < CITED_FLOOR  # the labour question answered from lifting debris
+    answer.claims.append(Claim("Support the baby's head gently.", ["S2"], support="supported"))
+    near = refusal.cited_cosine(answer, labour, embedder)
+    assert near > CITED_FLOOR > far  # one cited passage about the question is enough
+    answer.claims = [Claim("Lifting a heavy object.", ["S1"], support="not_factual")]
+    assert refusal.cited_cosine(answer, labour, embedder) is None  # nothing factual cites a passage
 
 
 def test_a_question_about_what_the_books_never_name_is_not_sent_to_the_model(conn, embedder):

@@ -40,6 +40,11 @@ def test_the_first_question_is_never_rewritten():
         "how long does it last?", False, "refers back: 'it', but no earlier turn", dangling="'it'")
     assert standalone("how long does a burn take to heal?", []) == Standalone(
         "how long does a burn take to heal?", False, "first question of the conversation")
+    # a first question's "his" is the casualty in front of the asker, not an earlier turn
+    spill = "His intestines are spilling out of a belly wound. Do I stuff them back in?"
+    assert standalone(spill, []) == Standalone(spill, False, "first question of the conversation")
+    assert standalone("what does he need?", []).dangling == "'he'"  # nothing of its own: still dangling
+    assert standalone("and is his arm broken?", []).dangling == "opens with 'and'"
 
 
 def test_without_a_model_the_previous_subject_is_carried():

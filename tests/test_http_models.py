@@ -145,6 +145,7 @@ def test_stream_cut_keeps_the_validated_part(fault_server, corpus_db, cli):  # n
     first = re.match(r"Lift the flap \[(S\d+)\]\.", data["answer"])
     assert data["status"] == "incomplete" and first and first.group(1) in {s["label"] for s in data["sources"]}
     assert "[S40]" not in data["answer"] and "heals" in data["answer"] and "rest" not in data["answer"]
+    assert not re.search(r"\[[^\]]*$", data["answer"])  # no label left half written by the cut
 
 
 def test_summary_saves_nothing_from_a_cut_stream(fault_server, corpus_db, cli, fingerprint):  # noqa: F811

@@ -35,6 +35,12 @@ def test_the_verdict_reads_the_evidence_in_order():
     e.backed_on = {"S1", "S2"}
     assert decide(e).status == "answered"
     assert decide(Evidence(cited=True, off_question=True)).reason is Reason.OFF_QUESTION
+    # every passage the answer cites is far from the question (under the calibrated floor)
+    v = decide(Evidence(cited=True, cited_cosine=0.38, cited_floor=0.42))
+    assert v.status == "no_answer" and v.reason is Reason.FAR_PASSAGES and "0.38" in v.words and "0.42" in v.words
+    assert decide(Evidence(cited=True, cited_cosine=0.42, cited_floor=0.42)).status == "answered"
+    assert decide(Evidence(cited=True, cited_cosine=0.1, cited_floor=None)).status == "answered"  # rule off
+    assert decide(Evidence(cited=True, cited_cosine=None, cited_floor=0.42)).status == "answered"
     # a judge that did not run is no evidence either way
     assert decide(Evidence(cited=True, judge_ran=False, backed_on=set())).status == "answered"
 

@@ -6,6 +6,7 @@ is ever passed on, even for a moment) and hands each validated piece to `on_text
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -17,6 +18,7 @@ from ragcli.models.chat import Constraint, IncompleteReply
 from ragcli.types import HealthWarning, RemovedCitation, Source
 
 ANSWER_TOKENS_RESERVE = 64  # room kept free in the window besides the prompt and the reply
+HALF_LABEL = re.compile(r"\s*\[[^\]]{0,12}$")  # an opened, unclosed label at the end of the text held back
 
 
 @dataclass
@@ -71,7 +73,10 @@ def generate(model, question: str, sources: list[Source], *, max_tokens: int,
     tail = monitor.flush()
     if not monitor.stop:  # when it looped, what is still held (a label half written, "[S1") is the loop's
         emit(stream.feed(tail))
-        emit(stream.flush())
+        rest = stream.flush()
+        if cut is not None:  # a label the cut left half written ("It heals [S") is not text of the answer
+            rest = HALF_LABEL.sub("", rest)
+        emit(rest)
     timings["generation"] = time.perf_counter() - t
     timings["prompt_tokens"] = p.prompt_tokens
     timings.update({k: v for k, v in getattr(model, "stats", {}).items() if isinstance(v, (int, float))})

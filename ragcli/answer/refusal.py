@@ -341,3 +341,18 @@ def off_question(answer, question: str, embedder, floor: float) -> bool:
     q, a = embedder.embed([question, text])
     cos = float(np.dot(q, a) / max(1e-12, float(np.linalg.norm(q) * np.linalg.norm(a))))
     return cos < floor
+
+
+# ------------------------------------------------------------------------------ far passages
+def cited_cosine(answer, question: str, embedder) -> Optional[float]:
+    """The best cosine, to the question, of the passages the answer's factual sentences cite (None when
+    they cite none). A backed answer from passages about another case ("a jacket on fire" answered
+    from the chemical-burn steps; labour from lifting debris) rests on passages far from the question:
+    every word is in its passage, and the passage is not about this."""
+    cited = {lab for c in answer.claims if c.support != "not_factual" for lab in c.citations}
+    texts = [s.hit.text for s in answer.sources if s.label in cited]
+    if not texts:
+        return None
+    vecs = np.asarray(embedder.embed([question, *texts]), dtype=float)
+    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    return float((vecs[1:] @ vecs[0]).max())

@@ -11,7 +11,8 @@ answer is not `answered`, as a code (`--json`'s `reason`) and in words (the noti
 6. the judge ran and no backed sentence rests on a passage it found to answer the question: no_answer
    (cites_irrelevant);
 7. with a calibrated embedding model, an answer no nearer the question than unrelated text: no_answer
-   (off_question).
+   (off_question); or one whose cited passages are all far from the question, below the calibrated
+   `cited_floor`: no_answer (far_passages).
 Otherwise answered. A check that could not run never counts as passed evidence for `answered`: rule 6
 needs the judge to have run, and without it the other rules decide.
 """
@@ -32,6 +33,7 @@ class Reason(str, Enum):
     NOT_BACKED = "not_backed"
     CITES_IRRELEVANT = "cites_irrelevant"
     OFF_QUESTION = "off_question"
+    FAR_PASSAGES = "far_passages"
     UNFINISHED = "unfinished"
     NO_MODEL = "no_model"
 
@@ -46,6 +48,7 @@ WORDS = {
     Reason.NOT_BACKED: "the answer's substance is not in the passages it cites",
     Reason.CITES_IRRELEVANT: "the answer rests only on passages judged not to answer the question",
     Reason.OFF_QUESTION: "the answer is about something else: its text is no nearer the question than unrelated text",
+    Reason.FAR_PASSAGES: "the passages the answer rests on are about something else than the question",
     Reason.UNFINISHED: "the answer did not finish",
     Reason.NO_MODEL: "no model configured: extractive answer",
 }
@@ -65,6 +68,9 @@ class Evidence:
     relevant: set = field(default_factory=set)  # labels judged to answer the question
     backed_on: set = field(default_factory=set)  # labels that back a supported or weak sentence
     off_question: Optional[bool] = None  # None: not checked (no calibration)
+    # the best cosine of the cited passages to the question, and the calibrated floor it must reach
+    cited_cosine: Optional[float] = None
+    cited_floor: Optional[float] = None
 
 
 @dataclass
@@ -97,6 +103,10 @@ def decide(e: Evidence) -> Verdict:
         return Verdict("no_answer", Reason.CITES_IRRELEVANT)
     if e.off_question:
         return Verdict("no_answer", Reason.OFF_QUESTION)
+    if e.cited_cosine is not None and e.cited_floor is not None and e.cited_cosine < e.cited_floor:
+        return Verdict("no_answer", Reason.FAR_PASSAGES,
+                       f"{WORDS[Reason.FAR_PASSAGES]} (their best cosine to it is {e.cited_cosine:.2f}, "
+                       f"under {e.cited_floor:.2f})")
     return Verdict("answered")
 
 

@@ -24,17 +24,24 @@ class Calibration:
     # second try was dropped (decision D76), but stored calibrations carry it
     second_chance: float
     off_question: float  # answer-to-question cosine below this: the answer is about something else
+    # the best cosine of the passages an answer cites, to the question, below this: the answer rests on
+    # passages about something else (None: the rule is off, as for a calibration stored before it existed)
+    cited_floor: Optional[float] = None
     measured: dict = field(default_factory=dict, compare=False)  # threshold -> how it was measured
 
 
+CITED_FLOOR = 0.42  # all-MiniLM-L6-v2's (docs/decisions.md D103)
 BUNDLED = Calibration(
     model="all-MiniLM-L6-v2", no_context=0.30, subject=0.80, second_chance=0.45, off_question=0.30,
+    cited_floor=CITED_FLOOR,
     measured={
         "no_context": "bench/no_context_floor.py: the cosine of the best passage for answerable vs off-topic "
                       "questions over FM 4-25.11 and NFCorpus; 0.30 separates them",
         "subject": "bench/missing_subject.py: the question's cosine without one word, over FM questions",
         "second_chance": "best-passage cosine of FM questions the 1.5B refused although their passages answer",
         "off_question": "the no-context floor, applied to the answer's text",
+        "cited_floor": "bench/cited_floor.py: the cited passages' cosine to the question of the 1.5B's answers "
+                       "read as correct and as wrong or harmful, FM 4-25.11 and ATP 6-22.5 (tuning)",
     })
 SHIPPED = {BUNDLED.model: BUNDLED}
 KEY = "calibration:"
