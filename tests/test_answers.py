@@ -436,6 +436,9 @@ def test_a_which_question_answered_from_passages_that_never_name_the_kind_is_not
     question = "Which antibiotic should I give for an infected dog bite?"
     assert refusal.asked_kind(question) == ["antibiotic"]
     assert refusal.asked_kind("What kind of splint do I use for a broken arm?") == ["splint"]
+    # the question's verb after the kind is not part of it ("which symptoms mean ..." names symptoms)
+    assert refusal.asked_kind("Which symptoms mean we need to get him to a doctor right away?") == ["symptoms"]
+    assert refusal.asked_kind("What kind of splint works best for a leg?") == ["splint"]
     assert refusal.asked_kind("What should I do after a snakebite?") == []
     sources = _sources([321])
     text = "For an infected bite, keep the casualty quiet [S1]."

@@ -237,10 +237,16 @@ _AMOUNT_OF = re.compile(
 _WHICH = re.compile(r"\b(?:which|what (?:kind|type|sort|brand|make) of)\s+((?:[a-z][a-z'-]*\s*){1,3})", re.I)
 
 
+# Words that end the named kind: the verb of the question after it ("which symptoms mean ...", "what kind
+# of splint works best"), not part of what is asked to be named.
+_AFTER_KIND = frozenset("""mean means meant need needs needed work works worked show shows indicate indicates
+    require requires required help helps go goes make makes best better worst most least""".split())
+
+
 def _object_words(phrase: str) -> list[str]:
     words: list[str] = []
     for w in phrase.lower().split():
-        if w in SUPPORT_STOPWORDS:
+        if w in SUPPORT_STOPWORDS or (words and w in _AFTER_KIND):
             break
         words.append(w)
     return words
