@@ -16,10 +16,10 @@ import sqlite3
 import sys
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from ragcli.answer import refusal  # noqa: E402
 
 SHOWN = ("answered", "incomplete", "unsupported")
 BAD = ("wrong", "harmful")
@@ -47,10 +47,8 @@ def rows_of(db: str, run: str, labels: str, embedder) -> list[dict]:
         texts = [conn.execute("SELECT text FROM passages WHERE id = ?", (ids[c],)).fetchone()[0] for c in sorted(cited)]
         if not texts:
             continue
-        vecs = np.asarray(embedder.embed([r["question"], *texts]), dtype=float)
-        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         out.append({"set": Path(run).stem, "id": r["id"], "answerable": r.get("answerable", True),
-                    "label": lab[r["id"]], "cosine": float((vecs[1:] @ vecs[0]).max())})
+                    "label": lab[r["id"]], "cosine": float(refusal.cosines_to(r["question"], texts, embedder).max())})
     return out
 
 

@@ -156,6 +156,13 @@ def missing_subject(question: str, in_books: Callable[[str], bool], embedder,
     return weights[0][1] if weights and weights[0][0] < cosine else None
 
 
+def cosines_to(question: str, texts: list[str], embedder) -> np.ndarray:
+    """The cosine of each text to the question, in one embedding call."""
+    vecs = np.asarray(embedder.embed([question, *texts]), dtype=float)
+    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    return vecs[1:] @ vecs[0]
+
+
 def subject_weights(question: str, in_books: Callable[[str], bool], embedder) -> list[tuple[float, str]]:
     """(cosine of the question without the word to the question, word) for every word of the question
     no page of the books uses, lowest first: the lower, the more of the question the word carries."""
@@ -166,13 +173,12 @@ def subject_weights(question: str, in_books: Callable[[str], bool], embedder) ->
     without = [re.sub(rf"\b{re.escape(w)}\b", " ", question, flags=re.I) for w in words]
     heads = {w: h for w in words if (h := compound_head(w, in_books))}
     headed = [re.sub(rf"\b{re.escape(w)}\b", heads[w], question, flags=re.I) for w in heads]
-    vecs = np.asarray(embedder.embed([question] + without + headed), dtype=float)
-    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-    cos = dict(zip(words, vecs[1:len(words) + 1] @ vecs[0]))
+    cosines = cosines_to(question, without + headed, embedder)
+    cos = dict(zip(words, cosines[:len(words)]))
     # a compound whose head the books use ("honeybee": bee) carries no more of the question than the
     # question with the head in its place loses: a kind of what the books name, unless the head alone
     # says something else ("sunburn" -> "burn" moves the question away)
-    for w, c in zip(heads, vecs[len(words) + 1:] @ vecs[0]):
+    for w, c in zip(heads, cosines[len(words):]):
         cos[w] = max(cos[w], c)
     return sorted((round(float(c), 3), w) for w, c in cos.items())
 
@@ -344,9 +350,7 @@ def off_question(answer, question: str, embedder, floor: float) -> bool:
     text = " ".join(re.sub(r"\s*\[[SF]\d+\]", "", c.text) for c in answer.claims if c.support != "not_factual")
     if not text.strip():
         return False
-    q, a = embedder.embed([question, text])
-    cos = float(np.dot(q, a) / max(1e-12, float(np.linalg.norm(q) * np.linalg.norm(a))))
-    return cos < floor
+    return float(cosines_to(question, [text], embedder)[0]) < floor
 
 
 # ------------------------------------------------------------------------------ far passages
@@ -357,8 +361,4 @@ def cited_cosine(answer, question: str, embedder) -> Optional[float]:
     every word is in its passage, and the passage is not about this."""
     cited = {lab for c in answer.claims if c.support != "not_factual" for lab in c.citations}
     texts = [s.hit.text for s in answer.sources if s.label in cited]
-    if not texts:
-        return None
-    vecs = np.asarray(embedder.embed([question, *texts]), dtype=float)
-    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-    return float((vecs[1:] @ vecs[0]).max())
+    return float(cosines_to(question, texts, embedder).max()) if texts else None
