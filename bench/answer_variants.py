@@ -227,6 +227,39 @@ def apply(name: str) -> Variant:
     if name in EXTRA_EXAMPLES:
         prompt.build = extra_examples_build(EXTRA_EXAMPLES[name], TASKS.get(name))
         return Variant(system=prompt.ANSWER_SYSTEM, passages=prompt.ANSWER_SOURCES, example=True)
+    if name == "extractive-pick":  # the model reads only the passages the extractive answer quotes
+        from ragcli import ask
+        from ragcli.answer import extractive
+        original_answer = ask._answer
+
+        def _answer(run):
+            _, used = extractive.answer(run.embedder, run.question, run.sources)
+            if used:
+                by_label = {s.label: s for s in run.sources}
+                run.blocks = [by_label[lab] for lab in used]
+            return original_answer(run)
+
+        ask._answer = _answer
+        return Variant(system=prompt.ANSWER_SYSTEM, passages=prompt.ANSWER_SOURCES, example=True)
+    if name == "extractive-last":  # the 6 passages, the extractive answer's first (best last in the prompt)
+        from ragcli import ask
+        from ragcli.answer import extractive
+        original_answer = ask._answer
+
+        def _answer(run):
+            _, used = extractive.answer(run.embedder, run.question, run.sources)
+            by_label = {s.label: s for s in run.sources}
+            picked = [by_label[lab] for lab in used]
+            rest = [s for s in run.blocks if s not in picked]
+            run.blocks = (picked + rest)[:max(len(run.blocks), len(picked))]
+            return original_answer(run)
+
+        ask._answer = _answer
+        return Variant(system=prompt.ANSWER_SYSTEM, passages=prompt.ANSWER_SOURCES, example=True)
+    top = re.fullmatch(r"ragcli-top-(\d+)", name)
+    if top:  # ragcli's own prompt and order (best last) with its first N passages
+        prompt.ANSWER_SOURCES = int(top.group(1))
+        return Variant(system=prompt.ANSWER_SYSTEM, passages=prompt.ANSWER_SOURCES, example=True)
     first = re.fullmatch(r"ragcli-first-(\d+)", name)
     if first:  # ragcli's prompt with its first N passages, listed best first (labels unchanged)
         prompt.ANSWER_SOURCES = int(first.group(1))

@@ -108,6 +108,8 @@ def model_settings(**flags) -> ModelSettings:
     file_cfg = load_file_settings()
     base = file_cfg.get("model", {})
     spec = flags.get("path") or os.environ.get("RAGCLI_MODEL") or file_cfg.get("default")
+    if is_no_model(spec):  # `--model none`: no model whatever is configured; ask quotes the books
+        spec, base = None, {k: v for k, v in base.items() if k not in ("path", "url")}
     named = profiles(file_cfg)
     if spec and spec in named and not (flags.get("path") and Path(spec).is_file()):
         _apply(settings, {k: v for k, v in base.items() if k not in ("path", "url")}, "[model]")
@@ -125,6 +127,13 @@ def model_settings(**flags) -> ModelSettings:
         if value is not None and key != "path" and hasattr(settings, key):
             setattr(settings, key, value)
     return settings
+
+
+NO_MODEL = "none"  # `--model none` / RAGCLI_MODEL=none (a file of that name is ./none)
+
+
+def is_no_model(spec) -> bool:
+    return isinstance(spec, str) and spec.strip().lower() == NO_MODEL
 
 
 def model_configured() -> bool:

@@ -107,3 +107,25 @@ def test_extractive_answers_are_quotes_not_supported_claims(corpus_db, cli):
     assert {c["support"] for c in data["claims"]} == {"quoted"}
     shown = cli("ask", "what is a craniotomy?").stdout
     assert "Quoted from the book" in shown and "✓ supported" not in shown
+
+
+def test_model_none_quotes_the_books_whatever_model_is_configured(corpus_db, cli, monkeypatch, tmp_path, tiny_gguf):
+    """`--model none` (any case) and RAGCLI_MODEL=none ask without a model: the extractive answer,
+    though RAGCLI_MODEL or the config file's default names a real GGUF."""
+    monkeypatch.setenv("RAGCLI_MODEL", str(tiny_gguf))
+    with_model = json.loads(cli("ask", "what is a craniotomy?", "--json").stdout)
+    assert with_model["status"] != "extractive"  # the configured model answered
+    for flag in ("none", "None"):
+        data = json.loads(cli("ask", "what is a craniotomy?", "--model", flag, "--json").stdout)
+        assert data["status"] == "extractive" and data["answer"] and data["reason"] == "no_model"
+    monkeypatch.setenv("RAGCLI_MODEL", "none")
+    assert json.loads(cli("ask", "what is a craniotomy?", "--json").stdout)["status"] == "extractive"
+    monkeypatch.delenv("RAGCLI_MODEL")
+    config = tmp_path / "home" / "config" / "ragcli" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'default = "{tiny_gguf}"\n[model]\npath = "{tiny_gguf}"\n', encoding="utf-8")
+    assert json.loads(cli("ask", "what is a craniotomy?", "--json").stdout)["status"] != "extractive"
+    assert json.loads(cli("ask", "what is a craniotomy?", "--model", "none", "--json").stdout)["status"] == "extractive"
+    # a chat model is what --rerank llm rates with: with none there is none, said in one line
+    result = cli("ask", "what is a craniotomy?", "--model", "none", "--rerank", "llm")
+    assert result.exit_code == 2 and "needs a chat model" in result.stderr and "Traceback" not in result.stderr

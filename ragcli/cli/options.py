@@ -12,8 +12,9 @@ from ragcli.errors import UsageError
 # The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
 ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Chat model: a GGUF file, an OpenAI-"
-                                                 "compatible server URL (http://host:port/v1) or a profile of the "
-                                                 "config file (default: $RAGCLI_MODEL, then the config file).",
+                                                 "compatible server URL (http://host:port/v1), a profile of the "
+                                                 "config file, or none: no model, ask quotes the books' own "
+                                                 "sentences (default: $RAGCLI_MODEL, then the config file).",
                                                  show_default=False)]
 ModelNameOpt = Annotated[Optional[str], typer.Option("--model-name", help="Which of the server's models to use "
                                                      "(default: the only one it serves).", show_default=False)]
