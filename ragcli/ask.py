@@ -50,6 +50,7 @@ class AskOptions:
     # through next-token probabilities, Qwen2.5-Coder 0.5B/1.5B do not separate the passages that
     # answer from those that do not (docs/benchmarks.md, bench/bench_judge.py)
     judge: bool = False
+    model_off: bool = False  # the user turned the configured model off (`--model none`): said so, not "get one"
 
 
 @dataclass
@@ -284,7 +285,8 @@ def _extractive(run: Run) -> Answer:
     run.timings["generation"] = time.perf_counter() - t
     answer = Answer(**run.base, answer=checked.text, status="extractive", citations=checked.citations,
                     removed_citations=checked.removed, sources=run.sources, timings=run.timings,
-                    notice=f"{verdicts.WORDS[Reason.NO_MODEL]} (get one with `ragcli models pull`, or set one with --model F.gguf)",
+                    notice=verdicts.WORDS[Reason.NO_MODEL] + (" (--model none)" if run.opts.model_off else
+                                                              " (get one with `ragcli models pull`, or set one with --model F.gguf)"),
                     reason=Reason.NO_MODEL.value)
     run.phase("claims")
     t = time.perf_counter()

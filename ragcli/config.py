@@ -108,7 +108,8 @@ def model_settings(**flags) -> ModelSettings:
     file_cfg = load_file_settings()
     base = file_cfg.get("model", {})
     spec = flags.get("path") or os.environ.get("RAGCLI_MODEL") or file_cfg.get("default")
-    if is_no_model(spec):  # `--model none`: no model whatever is configured; ask quotes the books
+    off = is_no_model(spec)
+    if off:  # `--model none`: no model whatever is configured; ask quotes the books
         spec, base = None, {k: v for k, v in base.items() if k not in ("path", "url")}
     named = profiles(file_cfg)
     if spec and spec in named and not (flags.get("path") and Path(spec).is_file()):
@@ -126,6 +127,8 @@ def model_settings(**flags) -> ModelSettings:
     for key, value in flags.items():
         if value is not None and key != "path" and hasattr(settings, key):
             setattr(settings, key, value)
+    if off:
+        settings.profile = NO_MODEL  # the settings came from `none`: the model is off, not missing
     return settings
 
 

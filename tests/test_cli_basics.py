@@ -118,6 +118,7 @@ def test_model_none_quotes_the_books_whatever_model_is_configured(corpus_db, cli
     for flag in ("none", "None"):
         data = json.loads(cli("ask", "what is a craniotomy?", "--model", flag, "--json").stdout)
         assert data["status"] == "extractive" and data["answer"] and data["reason"] == "no_model"
+        assert "(--model none)" in data["notice"] and "models pull" not in data["notice"]
     monkeypatch.setenv("RAGCLI_MODEL", "none")
     assert json.loads(cli("ask", "what is a craniotomy?", "--json").stdout)["status"] == "extractive"
     monkeypatch.delenv("RAGCLI_MODEL")

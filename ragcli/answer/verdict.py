@@ -50,7 +50,7 @@ WORDS = {
     Reason.OFF_QUESTION: "the answer is about something else: its text is no nearer the question than unrelated text",
     Reason.FAR_PASSAGES: "the passages the answer rests on are about something else than the question",
     Reason.UNFINISHED: "the answer did not finish",
-    Reason.NO_MODEL: "no model configured: extractive answer",
+    Reason.NO_MODEL: "no model: extractive answer",
 }
 
 @dataclass
