@@ -39,6 +39,8 @@ def test_the_verdict_reads_the_evidence_in_order():
     v = decide(Evidence(cited=True, cited_cosine=0.38, cited_floor=0.42))
     assert v.status == "no_answer" and v.reason is Reason.FAR_PASSAGES and "0.38" in v.words and "0.42" in v.words
     assert decide(Evidence(cited=True, cited_cosine=0.42, cited_floor=0.42)).status == "answered"
+    # just under the floor reads as under it, never "0.42, under 0.42"
+    assert "0.419, under 0.42" in decide(Evidence(cited=True, cited_cosine=0.41999, cited_floor=0.42)).words
     assert decide(Evidence(cited=True, cited_cosine=0.1, cited_floor=None)).status == "answered"  # rule off
     assert decide(Evidence(cited=True, cited_cosine=None, cited_floor=0.42)).status == "answered"
     # a judge that did not run is no evidence either way

@@ -18,6 +18,7 @@ needs the judge to have run, and without it the other rules decide.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Optional
@@ -105,8 +106,8 @@ def decide(e: Evidence) -> Verdict:
         return Verdict("no_answer", Reason.OFF_QUESTION)
     if e.cited_cosine is not None and e.cited_floor is not None and e.cited_cosine < e.cited_floor:
         return Verdict("no_answer", Reason.FAR_PASSAGES,
-                       f"{WORDS[Reason.FAR_PASSAGES]} (their best cosine to it is {e.cited_cosine:.2f}, "
-                       f"under {e.cited_floor:.2f})")
+                       f"{WORDS[Reason.FAR_PASSAGES]} (their best cosine to it is "
+                       f"{math.floor(e.cited_cosine * 1000) / 1000:.3f}, under {e.cited_floor:.2f})")
     return Verdict("answered")
 
 
