@@ -195,6 +195,30 @@ def plain_build(question, sources, count_tokens, budget, instruction=None):
 _original_build = None
 
 
+# The answer prompt's passages from the extractive answer's choice (issue 34, session 15):
+# (the passages it quotes, the prompt's own passages) -> the passages the model reads, first = best.
+EXTRACTIVE_CONTEXT = {
+    "extractive-pick": lambda picked, blocks: picked or blocks,  # only the quoted passages
+    # the 6 passages, the quoted ones first (so last in the prompt, by the question)
+    "extractive-last": lambda picked, blocks: (picked + [s for s in blocks if s not in picked])[
+        :max(len(blocks), len(picked))],
+}
+
+
+def _with_extractive_context(choose) -> None:
+    from ragcli import ask
+    from ragcli.answer import extractive
+    original_answer = ask._answer
+
+    def _answer(run):
+        _, used = extractive.answer(run.embedder, run.question, run.sources)
+        by_label = {s.label: s for s in run.sources}
+        run.blocks = choose([by_label[lab] for lab in used], run.blocks)
+        return original_answer(run)
+
+    ask._answer = _answer
+
+
 def apply(name: str) -> Variant:
     """Install the variant for this process.
 
@@ -227,34 +251,8 @@ def apply(name: str) -> Variant:
     if name in EXTRA_EXAMPLES:
         prompt.build = extra_examples_build(EXTRA_EXAMPLES[name], TASKS.get(name))
         return Variant(system=prompt.ANSWER_SYSTEM, passages=prompt.ANSWER_SOURCES, example=True)
-    if name == "extractive-pick":  # the model reads only the passages the extractive answer quotes
-        from ragcli import ask
-        from ragcli.answer import extractive
-        original_answer = ask._answer
-
-        def _answer(run):
-            _, used = extractive.answer(run.embedder, run.question, run.sources)
-            if used:
-                by_label = {s.label: s for s in run.sources}
-                run.blocks = [by_label[lab] for lab in used]
-            return original_answer(run)
-
-        ask._answer = _answer
-        return Variant(system=prompt.ANSWER_SYSTEM, passages=prompt.ANSWER_SOURCES, example=True)
-    if name == "extractive-last":  # the 6 passages, the extractive answer's first (best last in the prompt)
-        from ragcli import ask
-        from ragcli.answer import extractive
-        original_answer = ask._answer
-
-        def _answer(run):
-            _, used = extractive.answer(run.embedder, run.question, run.sources)
-            by_label = {s.label: s for s in run.sources}
-            picked = [by_label[lab] for lab in used]
-            rest = [s for s in run.blocks if s not in picked]
-            run.blocks = (picked + rest)[:max(len(run.blocks), len(picked))]
-            return original_answer(run)
-
-        ask._answer = _answer
+    if name in EXTRACTIVE_CONTEXT:
+        _with_extractive_context(EXTRACTIVE_CONTEXT[name])
         return Variant(system=prompt.ANSWER_SYSTEM, passages=prompt.ANSWER_SOURCES, example=True)
     top = re.fullmatch(r"ragcli-top-(\d+)", name)
     if top:  # ragcli's own prompt and order (best last) with its first N passages

@@ -11,35 +11,47 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from bench_context import on_pages
-from ragcli.ingest.kinds import NOT_EXPOSITION, section_kind, EXPOSITION
-from ragcli.store import db
-from ragcli.models import embed
-from ragcli.search import expansion
-from ragcli.search.pipeline import SearchOptions, mode_for, search
-from ragcli.answer import context, prompt
-emb = embed.get_embedder()
-orig = expansion.choose
-def filtered(cands, *a, **k):
-    return orig([c for c in cands if section_kind((c[0],)) == EXPOSITION], *a, **k)
-ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-ap.add_argument("--db", required=True)
-ap.add_argument("--answers", required=True)
-args = ap.parse_args()
-for qf in [args.answers]:
+from bench_context import on_pages  # noqa: E402
+from ragcli.answer import context, prompt  # noqa: E402
+from ragcli.ingest.kinds import EXPOSITION, NOT_EXPOSITION, section_kind  # noqa: E402
+from ragcli.models import embed  # noqa: E402
+from ragcli.search import expansion  # noqa: E402
+from ragcli.search.pipeline import SearchOptions, mode_for, search  # noqa: E402
+
+TODAY = expansion.choose
+
+
+def exposition_only(cands, *args, **kwargs):
+    return TODAY([c for c in cands if section_kind((c[0],)) == EXPOSITION], *args, **kwargs)
+
+
+def main() -> int:
+    from ragcli.store import db
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--db", required=True)
+    ap.add_argument("--answers", required=True)
+    args = ap.parse_args()
     conn = db.connect(Path(args.db), create=False)
-    rows = [json.loads(l) for l in open(qf) if json.loads(l)['answerable']]
-    res = {"today": [], "filtered": []}
+    emb = embed.get_embedder()
+    rows = [r for r in map(json.loads, open(args.answers, encoding="utf-8")) if r["answerable"]]
+    ranks = {"today": [], "filtered": []}
     for r in rows:
         pos = {}
-        for cfg in ("today", "filtered"):
-            expansion.choose = orig if cfg == "today" else filtered
-            so = SearchOptions(mode=mode_for(True, False), k=10, check_language=True, rerank_depth=20, skip_kinds=NOT_EXPOSITION)
-            hits = search(conn, emb, r["question"], so).hits
-            srcs = prompt.label_sources(hits)[:6]
-            pos[cfg] = next((i for i, s in enumerate(srcs, 1) if on_pages(context.passages_of(s), set(r["pages"]))), None)
-            res[cfg].append(pos[cfg])
+        for cfg, choose in (("today", TODAY), ("filtered", exposition_only)):
+            expansion.choose = choose
+            so = SearchOptions(mode=mode_for(True, False), k=10, check_language=True, rerank_depth=20,
+                               skip_kinds=NOT_EXPOSITION)
+            sources = prompt.label_sources(search(conn, emb, r["question"], so).hits)[:prompt.ANSWER_SOURCES]
+            pos[cfg] = next((i for i, s in enumerate(sources, 1)
+                             if on_pages(context.passages_of(s), set(r["pages"]))), None)
+            ranks[cfg].append(pos[cfg])
         if pos["today"] != pos["filtered"]:
             print(r["id"], pos)
-    for cfg, v in res.items():
+    for cfg, v in ranks.items():
         print(cfg, "first", sum(p == 1 for p in v), "in 6", sum(p is not None for p in v), "of", len(v))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

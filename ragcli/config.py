@@ -71,6 +71,11 @@ class ModelSettings:
     max_tokens: int = 512
     prefix_cache: bool = True  # save/load the system prompt's llama.cpp state (RAGCLI_PREFIX_CACHE=0: off)
 
+    @property
+    def model_off(self) -> bool:
+        """Did `--model none` turn a configured model off (not: no model configured)?"""
+        return self.profile == NO_MODEL
+
     def api_key(self) -> Optional[str]:
         """The key from the environment only (never from a file, never saved or shown)."""
         return os.environ.get(self.api_key_env or "RAGCLI_API_KEY") or None
@@ -108,7 +113,7 @@ def model_settings(**flags) -> ModelSettings:
     file_cfg = load_file_settings()
     base = file_cfg.get("model", {})
     spec = flags.get("path") or os.environ.get("RAGCLI_MODEL") or file_cfg.get("default")
-    off = is_no_model(spec)
+    off = isinstance(spec, str) and spec.strip().lower() == NO_MODEL
     if off:  # `--model none`: no model whatever is configured; ask quotes the books
         spec, base = None, {k: v for k, v in base.items() if k not in ("path", "url")}
     named = profiles(file_cfg)
@@ -133,10 +138,6 @@ def model_settings(**flags) -> ModelSettings:
 
 
 NO_MODEL = "none"  # `--model none` / RAGCLI_MODEL=none (a file of that name is ./none)
-
-
-def is_no_model(spec) -> bool:
-    return isinstance(spec, str) and spec.strip().lower() == NO_MODEL
 
 
 def model_configured() -> bool:

@@ -88,7 +88,7 @@ def ask(
     opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, rewrite=rewrite, feedback=feedback,
                            max_tokens=settings.max_tokens, show_prompt=show_prompt,
                            grammar=read_grammar(grammar_file), verify=verify, evidence=evidence, rerank_depth=depth,
-                           judge=judge, model_off=settings.profile == config.NO_MODEL)
+                           judge=judge, model_off=settings.model_off)
     continued = talk is not None or cont
     log = not no_log and (continued or config.log_enabled())
 

@@ -51,7 +51,6 @@ def chat(
     """Talk with the books: ask, then ask follow-ups. Each answer streams as `ask` shows it, and the
     conversation is saved in the corpus file with every answer's sources."""
     from ragcli import ask as asking
-    from ragcli import config
     from ragcli import conversation as chats
     from ragcli.search.pipeline import check_scope
 
@@ -67,7 +66,7 @@ def chat(
     def options():
         return asking.AskOptions(k=k, book_ids=book, expand=not no_expand, rewrite=rewrite, max_tokens=settings.max_tokens,
                                  grammar=grammar, evidence=evidence, rerank_depth=depth,
-                                 model_off=settings.profile == config.NO_MODEL)
+                                 model_off=settings.model_off)
 
     out = console()
     where = f"conversation {talk.id} ({len(talk.turns)} turns)" if talk else "a new conversation"
