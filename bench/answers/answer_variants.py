@@ -195,7 +195,7 @@ def plain_build(question, sources, count_tokens, budget, instruction=None):
 _original_build = None
 
 
-# The answer prompt's passages from the extractive answer's choice (issue 34, session 15):
+# The answer prompt's passages from the extractive answer's choice (issue 34, d25c94a):
 # (the passages it quotes, the prompt's own passages) -> the passages the model reads, first = best.
 EXTRACTIVE_CONTEXT = {
     "extractive-pick": lambda picked, blocks: picked or blocks,  # only the quoted passages
