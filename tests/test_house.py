@@ -44,7 +44,8 @@ def test_the_project_speaks_of_itself():
 def test_the_pattern_is_precise():
     word = "sess" + "ion"
     caught = [f"the {word} 13 run", f"{word}-7 records", f"{word}s 4-7", f"this {word}'s labels",
-              f"twice in two {word}s", f"the end of the {word}", "helper " + "w" + "t34b", "the " + "work" + "tree", "/" + "work/shared/data",
+              f"twice in two {word}s", f"the end of the {word}", "helper " + "w" + "t34b", "the " + "work" + "tree",
+              "/" + "work/shared/data",
               "/" + "root/models", "/" + "home/me/books.db"]
     allowed = [f"a chat {word}", f"an HTTP {word}", f'scope="{word}"', f"one {word} for the whole run",
                f"the {word} cache", "one GGUF save helper", "tests/serve_helpers.py", "../shared/data/pdfs",

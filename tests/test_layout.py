@@ -303,4 +303,5 @@ def test_the_tree_checker_finds_a_loop_between_two_scripts(tmp_path):
     assert resolve("a", b, {}, tmp_path) == "bench/x/a.py"
     assert resolve("c", a, {}, tmp_path) == "bench/y/c.py"
     assert resolve("numpy", a, {}, tmp_path) is None
-    assert cycles({"bench/x/a.py": {"bench/x/b.py"}, "bench/x/b.py": {"bench/x/a.py"}}) == [["bench/x/a.py", "bench/x/b.py"]]
+    edges = {"bench/x/a.py": {"bench/x/b.py"}, "bench/x/b.py": {"bench/x/a.py"}}
+    assert cycles(edges) == [["bench/x/a.py", "bench/x/b.py"]]

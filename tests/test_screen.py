@@ -123,7 +123,7 @@ def test_the_status_line_names_the_rewrite_then_the_search(corpus_db, tiny_gguf,
     assert screen.returncode == 0, screen.screen
     # the order in which the terminal was told, read from everything written to it: a short phase
     # and the next one can arrive in one read on a loaded machine, so no single snapshot need show
-    # it (this test failed that way under load, 8e95448)
+    # it (this test failed that way under load at 8e95448)
     written = screen.raw
     rewriting, searching, reading = (written.find(s) for s in
                                      ("rewriting the question…", "searching…", "prompt tokens"))
