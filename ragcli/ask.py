@@ -48,7 +48,7 @@ class AskOptions:
     rerank_depth: int = 20  # hits a re-ranker model (ask's `reranker`) re-scores, at least k
     # the model judges which prompt passages answer before it answers (--judge). Off by default: read
     # through next-token probabilities, Qwen2.5-Coder 0.5B/1.5B do not separate the passages that
-    # answer from those that do not (docs/benchmarks.md, bench/bench_judge.py)
+    # answer from those that do not (docs/benchmarks.md, bench/answers/bench_judge.py)
     judge: bool = False
     model_off: bool = False  # the user turned the configured model off (`--model none`): said so, not "get one"
 

@@ -161,7 +161,7 @@ def test_junk_rewrites_fall_back_to_the_original(junk):
     assert clean_rewrite(junk, "what is a craniotomy?") is None
 
 
-# What SmolLM2-135M-Instruct (a real model, bench/bench_rewrite.py) wrote instead of a rewrite.
+# What SmolLM2-135M-Instruct (a real model, bench/retrieval/bench_rewrite.py) wrote instead of a rewrite.
 @pytest.mark.parametrize("reply", [
     "The answer to this question is:",  # an answer, about nothing the question or terms name
     "The book's own terms fit the question: \"The book's own terms fit the question.",  # the prompt

@@ -1,4 +1,4 @@
-"""bench/labels.py: the hand-labels format, its summary, and the FM 60 labels kept in the bench."""
+"""bench/answers/labels.py: the hand-labels format, its summary, and the FM 60 labels kept in the bench."""
 
 import json
 import subprocess
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "answers"))
 import labels  # noqa: E402
 
-QUESTIONS = ROOT / "bench" / "fm4-25-11-answers.jsonl"
-FM60 = ROOT / "bench" / "labels" / "fm60-s7.jsonl"
+QUESTIONS = ROOT / "bench" / "answers" / "fm4-25-11-answers.jsonl"
+FM60 = ROOT / "bench" / "answers" / "labels" / "fm60-s7.jsonl"
 RUNS = {
     "qwen2.5-coder-1.5b": ROOT / "tests" / "fixtures" / "answer_runs" / "qwen2.5-coder-1.5b-all60-s7-status.jsonl",
     "qwen2.5-coder-0.5b": ROOT / "tests" / "fixtures" / "answer_runs" / "qwen2.5-coder-0.5b-all60-s7-status.jsonl",
@@ -52,7 +52,7 @@ def test_summary_counts_each_rate():
 def test_bad_label_file_is_one_line_on_stderr(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(_row("lay-01", "maybe")) + "\n")
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "labels.py"), str(bad)],
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "answers" / "labels.py"), str(bad)],
                          capture_output=True, text=True)
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "'maybe' is not one of" in out.stderr
@@ -79,7 +79,7 @@ def test_fm60_labels_cover_every_answer_and_match_the_recorded_status():
 
 @pytest.mark.parametrize("flag", ["--help", "--cases", "--json"])
 def test_cli_runs(flag):
-    args = [sys.executable, str(ROOT / "bench" / "labels.py")] + ([] if flag == "--help" else [str(FM60)])
+    args = [sys.executable, str(ROOT / "bench" / "answers" / "labels.py")] + ([] if flag == "--help" else [str(FM60)])
     out = subprocess.run(args + [flag], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip()

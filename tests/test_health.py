@@ -26,7 +26,7 @@ def test_a_short_stretch_repeated_many_times_is_a_loop():
 
 
 def test_a_sentence_twice_then_cut_by_the_token_limit_in_its_third_copy_is_a_loop():
-    # the real Qwen2.5-Coder 0.5B (bench/answer_health.py, FM 4-25.11 lay-40), cut at 160 tokens
+    # the real Qwen2.5-Coder 0.5B (bench/answers/answer_health.py, FM 4-25.11 lay-40), cut at 160 tokens
     text = ("[Passage S1] The steps to take: Check for responsiveness and call for help.\n"
             "[Passage S2] The steps to take: Place the casualty on his back, face up, turn him as a unit.\n"
             "[Passage S3] The steps to take: Place the casualty on his back, face up, turn him as a unit.\n"
@@ -85,7 +85,7 @@ def test_echoed_prompt_lines_are_removed_as_they_stream():
 
 
 def test_a_header_or_the_question_copied_after_a_label_of_the_models_own_is_an_echo():
-    # what the real Qwen2.5-Coder 0.5B wrote (bench/answer_health.py on FM 4-25.11)
+    # what the real Qwen2.5-Coder 0.5B wrote (bench/answers/answer_health.py on FM 4-25.11)
     hit = Hit(1, "passage", "fm", "FIRST AID", ["Chapter 2", "2-7. Mouth-to-Mouth Method"], 29, 29, "2-7", "text")
     question = "A deep gash on his leg is still pouring blood after I put a bandage on. Should I push on it?"
     echo = health.EchoFilter(health.echo_patterns([Source("S1", hit)], "", question))

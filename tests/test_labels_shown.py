@@ -1,4 +1,4 @@
-"""What ask shows of the labels ragcli moved or found (session 7): a repointed or attributed label is
+"""What ask shows of the labels ragcli moved or found (06dd58d): a repointed or attributed label is
 in the answer's `citations` and its Sources list, `found_citations` names it, and the "↳" note of
 consecutive sentences with the same note is said once (real FM 4-25.11 passages, real embedder)."""
 from __future__ import annotations

@@ -215,3 +215,91 @@ def test_serve_sits_between_cli_and_the_pipelines():
     edges = graph()
     assert not [a for a, targets in edges.items() if group(a) not in FRONT_ENDS
                 and any(group(b) == "serve" for b in targets)], "only cli/ starts serve/"
+
+
+# ------------------------------------------------------------------------------ the whole tree (issue 45)
+# Outside ragcli/, scripts import by plain name what sits beside them (a script's folder is the first
+# entry of sys.path) or a test helper (tests/ put on sys.path); ragcli by its dotted name. A bench script
+# never imports a script of another bench/ folder: what several scripts share goes in a helper module of
+# its folder (bench/answers/common.py). No file imports in a circle, anywhere.
+REPO = ROOT.parent
+TREE_DIRS = ("ragcli", "bench", "tests", "corpus")
+
+
+def tree_files() -> dict[str, Path]:
+    return {p.relative_to(REPO).as_posix(): p for d in TREE_DIRS for p in sorted((REPO / d).rglob("*.py"))}
+
+
+def tree_graph() -> dict[str, set[str]]:
+    """Every repository file -> the repository files it imports (module level or inside functions)."""
+    files = tree_files()
+    mods = modules()
+    by_module = {m: p.relative_to(REPO).as_posix() for m, p in mods.items()}
+    edges: dict[str, set[str]] = {f: set() for f in files}
+    for mod, targets in graph().items():
+        edges[by_module[mod]] |= {by_module[t] for t in targets}
+    for rel, path in files.items():
+        if rel.startswith("ragcli/"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                target = resolve(name, path, mods)
+                if target and target != rel:
+                    edges[rel].add(target)
+    return edges
+
+
+def resolve(name: str, importer: Path, mods: dict[str, Path], repo: Path = REPO) -> str | None:
+    """The repository file an absolute import names, seen from `importer` (None: not ours)."""
+    if name.split(".")[0] == "ragcli":
+        while name not in mods and "." in name:
+            name = name.rsplit(".", 1)[0]
+        return mods[name].relative_to(repo).as_posix() if name in mods else None
+    head = name.split(".")[0]
+    for folder in (importer.parent, repo / "tests"):
+        if (folder / f"{head}.py").is_file():
+            return (folder / f"{head}.py").relative_to(repo).as_posix()
+    elsewhere = sorted((repo / "bench").rglob(f"{head}.py"))
+    return elsewhere[0].relative_to(repo).as_posix() if elsewhere else None
+
+
+def test_no_import_cycle_anywhere_in_the_tree():
+    edges = tree_graph()
+    assert edges["bench/answers/bench_answers.py"] >= {"bench/answers/common.py", "bench/answers/gen_cache.py",
+                                                        "bench/answers/answer_variants.py"}  # the checker sees them
+    assert cycles(edges) == []
+
+
+def test_bench_scripts_import_only_ragcli_test_helpers_and_their_own_folder():
+    edges = tree_graph()
+    wrong = sorted((a, b) for a, targets in edges.items() if a.startswith("bench/") and a.count("/") == 2
+                   for b in targets if not (b.startswith("ragcli/") or b.startswith("tests/")
+                                            or b.rsplit("/", 1)[0] == a.rsplit("/", 1)[0]))
+    assert not wrong, f"a bench script imports another folder's script (move the helper beside it): {wrong}"
+    assert not [a for a, targets in edges.items() if a.startswith("ragcli/")
+                and any(not b.startswith("ragcli/") for b in targets)], "ragcli imports nothing of bench/ or tests/"
+
+
+def test_the_tree_checker_finds_a_loop_between_two_scripts(tmp_path):
+    """Two scripts of one folder importing each other (one inside a function), and a helper of another
+    folder: each import is resolved to its file, and the loop is found."""
+    (tmp_path / "bench" / "x").mkdir(parents=True)
+    (tmp_path / "bench" / "y").mkdir()
+    (tmp_path / "tests").mkdir()
+    a, b = tmp_path / "bench" / "x" / "a.py", tmp_path / "bench" / "x" / "b.py"
+    (tmp_path / "bench" / "y" / "c.py").write_text("", encoding="utf-8")
+    a.write_text("import b\n", encoding="utf-8")
+    b.write_text("def f():\n    from a import x\n", encoding="utf-8")
+    assert resolve("b", a, {}, tmp_path) == "bench/x/b.py"
+    assert resolve("a", b, {}, tmp_path) == "bench/x/a.py"
+    assert resolve("c", a, {}, tmp_path) == "bench/y/c.py"
+    assert resolve("numpy", a, {}, tmp_path) is None
+    edges = {"bench/x/a.py": {"bench/x/b.py"}, "bench/x/b.py": {"bench/x/a.py"}}
+    assert cycles(edges) == [["bench/x/a.py", "bench/x/b.py"]]

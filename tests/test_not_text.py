@@ -1,5 +1,5 @@
 """A text layer that is not text (issue 37): the sample book with its fonts' ToUnicode CMap shifted by
-one (built here, as bench/bench_not_text.py does) extracts as letters shifted by one with control
+one (built here, as bench/robustness/bench_not_text.py does) extracts as letters shifted by one with control
 characters between the words, while its page images are intact. Those pages count as unreadable: left
 out and reported with `--ocr never`, read by OCR under `--ocr auto`; clean pages are never flagged."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from conftest import FIXTURE_PDFS, SAMPLE_BOOK
 
 pymupdf = pytest.importorskip("pymupdf")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "robustness"))
 
 
 def shifted(tmp_path, pages: int = 0) -> Path:

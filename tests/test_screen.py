@@ -123,7 +123,7 @@ def test_the_status_line_names_the_rewrite_then_the_search(corpus_db, tiny_gguf,
     assert screen.returncode == 0, screen.screen
     # the order in which the terminal was told, read from everything written to it: a short phase
     # and the next one can arrive in one read on a loaded machine, so no single snapshot need show
-    # it (this test failed that way under load, session 4)
+    # it (this test failed that way under load at 8e95448)
     written = screen.raw
     rewriting, searching, reading = (written.find(s) for s in
                                      ("rewriting the question…", "searching…", "prompt tokens"))
@@ -222,7 +222,7 @@ def test_the_status_line_turns_while_a_library_silences_stderr():
     assert len(times) > 20  # redrawn while silenced, not only started and cleared
 
 
-# -- a draft ragcli does not keep (session 7) ------------------------------------------------------
+# -- a draft ragcli does not keep (06dd58d) ------------------------------------------------------
 
 UNBACKED = "Give 725 mg of aspirin every 3 hours after a craniotomy [S1]."
 

@@ -180,7 +180,7 @@ def book_states(db: Path) -> dict[str, tuple]:
 
 
 def test_kill_9_during_a_sync_leaves_every_book_as_before_or_as_after(cli, tmp_path, embedder):
-    """Three kills at spread moments here (bench/bench_sync.py kill does twenty on the shared PDFs)."""
+    """Three kills at spread moments here (bench/robustness/bench_sync.py kill does twenty on the shared PDFs)."""
     folder = tmp_path / "library"
     folder.mkdir()
     for name in ("alpha", "bravo", "charlie"):

@@ -25,7 +25,7 @@ from ragcli.types import Hit, Source
 # Chosen by the 1.5B's answers read on FM and checked on CERT (decision D102): the ranked passages, each
 # its own block (no neighbour joined, MAX_NEIGHBOURS 0), near-duplicates merged, at most 6; no budget but
 # the model's window (prompt.build). With a neighbour a side (260-token blocks, 700 in all: D86) the model
-# copied the neighbour more often (wrong answers shown on FM 7 of 44 against 5). bench/answer_variants.py
+# copied the neighbour more often (wrong answers shown on FM 7 of 44 against 5). bench/answers/answer_variants.py
 # `context-T-N[-J]` sets them for a run; a caller may pass its own to `build`.
 CONTEXT_TOKENS: Optional[int] = None  # the blocks' text, all together (None: no cap)
 MAX_BLOCKS = 6

@@ -202,7 +202,7 @@ def echo_patterns(sources: Sequence[Source], system_prompt: str = "", question: 
 
 
 def patterns_from(headers: Sequence[str], system_prompt: str = "", question: str = "") -> list[str]:
-    """`echo_patterns` from the prompt's own strings (bench/answer_health.py --recheck uses it too).
+    """`echo_patterns` from the prompt's own strings (bench/answers/answer_health.py --recheck uses it too).
     A header without its label is kept whole (a line must copy all of it, page included, so an answer
     that starts with a section's name is not taken for one); so is the question, when it is long
     enough that an answer line starting with all of it can only be a copy."""

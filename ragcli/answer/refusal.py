@@ -277,7 +277,7 @@ NOT_BACKED = "no sentence of the answer is backed by the passages it cites"
 NO_SOURCE = "the answer cites no passage, and no passage given states any of its sentences"
 
 
-# The rules of unbacked_reason, by name (`skip` turns some off: bench/bench_answers.py --without).
+# The rules of unbacked_reason, by name (`skip` turns some off: bench/answers/bench_answers.py --without).
 UNBACKED_RULES = ("amount", "amount_of", "which", "lacks", "none_backed", "mostly_contradicted")
 
 

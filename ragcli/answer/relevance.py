@@ -9,7 +9,7 @@ passages' relevance, "0" the share for "none of them":
   passages together): the answer is `no_answer` before it is written;
 - otherwise the passages kept are those at least half as likely as the best one.
 Both are the reply's own boundaries, not figures fitted to a question set. Asking "does [S3] answer?"
-of each passage in turn, or of each passage alone, was measured too (bench/bench_judge.py,
+of each passage in turn, or of each passage alone, was measured too (bench/answers/bench_judge.py,
 docs/decisions.md): a small model says "yes" to every passage in the first form and "no" in the second,
 so neither separates the passages that answer.
 

@@ -2,7 +2,7 @@
 
 No extra model: the already loaded sentence embedder (all-MiniLM-L6-v2) plus cheap lexical evidence at
 the sentence level (content-word overlap on truncation stems, numbers with their units, negation),
-combined by a small logistic regression fitted on SciFact train (bench/support_scifact.py --fit).
+combined by a small logistic regression fitted on SciFact train (bench/answers/support_scifact.py --fit).
 
 A claim whose number (dose, count, percentage, year) is not in the cited passage, or that the passage
 ties to other words than the claim does (`misplaced_numbers`: "every 2 hours" of the water given to the

@@ -12,7 +12,7 @@ page's own content streams are decoded once more, so a broken stream is pinned t
   blank         no text and no large image (separator pages, full-page drawings)
 
 Font, colour-profile and image messages are not content errors: a broken font or picture leaves the
-text layer intact (bench/bench_damaged.py: the 7 copies with a flipped font stream lost no passage).
+text layer intact (bench/robustness/bench_damaged.py: the 7 copies with a flipped font stream lost no passage).
 `unreadable` and `no_text_layer` pages are the candidates for OCR; `partial` pages re-render the same
 broken stream, so OCR rarely gets more out of them.
 """

@@ -90,5 +90,5 @@ def expand(conn, embedder, question: str, opts: SearchOptions) -> tuple[list[Can
 
 def in_book_words(cands: list[Candidate]) -> bool:
     """The question is (nearly) one of the book's own terms: a rewrite has nothing to bridge and,
-    with a small model, only reorders what the question found (bench/bench_rewrite.py)."""
+    with a small model, only reorders what the question found (bench/retrieval/bench_rewrite.py)."""
     return bool(cands) and cands[0][2] >= IN_BOOK_WORDS

@@ -23,7 +23,7 @@ from ragcli.search.rewrite import rewrite as model_rewrite
 from ragcli.store import corpus as store
 from ragcli.types import Expansion, Hit, SearchResult
 
-# bench/no_context_floor.py on FM 4-25.11: the best passage cosine of all 114 questions of the book's
+# bench/answers/no_context_floor.py on FM 4-25.11: the best passage cosine of all 114 questions of the book's
 # question set was >= 0.324 (median 0.581); of 20 off-topic questions, 18 stayed below 0.30 (max 0.382).
 # A false "no context" hides an answer the book has, so the floor sits under every on-topic question;
 # the model is still told to say when the passages do not answer.

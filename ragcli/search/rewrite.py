@@ -1,5 +1,5 @@
 """The model rewrite of a question into the book's vocabulary, and the filter that keeps only real
-rewrites (small models answer or echo the prompt instead; bench/bench_rewrite.py)."""
+rewrites (small models answer or echo the prompt instead; bench/retrieval/bench_rewrite.py)."""
 from __future__ import annotations
 
 import re
@@ -18,7 +18,7 @@ REWRITE_MIN_SIMILARITY = 0.2
 
 # Two worked examples (other fields, so they cannot leak into a real search) shown as earlier turns:
 # without them small models answer the question or copy the instructions instead of rewriting
-# (bench/bench_rewrite.py measures it).
+# (bench/retrieval/bench_rewrite.py measures it).
 REWRITE_EXAMPLES = (
     ("Car Owner's Manual", ["brake pads", "wear indicator", "brake rotor"],
      "My car squeals every time I stop. What's wrong with it?", "brake pad wear indicator squeal when braking"),
@@ -73,7 +73,7 @@ def needed(question: str, in_corpus: Callable[[str], bool]) -> bool:
     """Can a rewrite change what the search finds? Only by putting the books' words where the question
     has its own: when every content word of the question is in the books, the lexical leg matches them
     and the book-term expansion adds the books' near terms, so the rewrite (a quarter of a 1.5B ask's
-    time) is skipped (decision D87, bench/bench_rewrite.py --gate)."""
+    time) is skipped (decision D87, bench/retrieval/bench_rewrite.py --gate)."""
     return bool(missing_words(question, in_corpus))
 
 

@@ -35,12 +35,12 @@ BUNDLED = Calibration(
     model="all-MiniLM-L6-v2", no_context=0.30, subject=0.80, second_chance=0.45, off_question=0.30,
     cited_floor=CITED_FLOOR,
     measured={
-        "no_context": "bench/no_context_floor.py: the cosine of the best passage for answerable vs off-topic "
+        "no_context": "bench/answers/no_context_floor.py: the cosine of the best passage for answerable vs off-topic "
                       "questions over FM 4-25.11 and NFCorpus; 0.30 separates them",
-        "subject": "bench/missing_subject.py: the question's cosine without one word, over FM questions",
+        "subject": "bench/answers/missing_subject.py: the question's cosine without one word, over FM questions",
         "second_chance": "best-passage cosine of FM questions the 1.5B refused although their passages answer",
         "off_question": "the no-context floor, applied to the answer's text",
-        "cited_floor": "bench/cited_floor.py: the cited passages' cosine to the question of the 1.5B's answers "
+        "cited_floor": "bench/answers/cited_floor.py: the cited passages' cosine to the question of the 1.5B's answers "
                        "read as correct and as wrong or harmful, FM 4-25.11 and ATP 6-22.5 (tuning)",
     })
 SHIPPED = {BUNDLED.model: BUNDLED}
