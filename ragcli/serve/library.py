@@ -242,8 +242,9 @@ class Library:
         hit = corpus.fetch_hits(conn, [passage_id]).get(passage_id)
         if hit is None:
             raise NotFoundError(f"no passage with id {passage_id} (ids come from search and ask results)")
-        books = corpus.list_books(conn, [hit.book_id])
-        fmt = (books[0].format if books else "") or Path(hit.path or "").suffix.lstrip(".").lower()
+        from ragcli.serve.words import file_kind
+
+        fmt = file_kind(hit.path)  # the file's kind (a Markdown book is recorded as format "text")
         before, after = files.neighbours(conn, hit, most, most)
         same = list(hit.section_path or [])
         before = [h for h in _run_of(reversed(before), same)][::-1]

@@ -19,7 +19,7 @@ STATUS_WORDS = {
     "answered": "Answered from the books",
     "no_answer": "Not answered",
     "unsupported": "Not checked: the answer cites no passage",
-    "incomplete": "Incomplete: the answer did not finish",
+    "incomplete": "Incomplete",
     "extractive": "Sentences quoted from the books",
 }
 

@@ -219,6 +219,22 @@ def test_markup_in_a_book_and_a_question_is_shown_as_text_and_never_runs(web, br
     assert turn.find_element("css selector", ".question").text == question
     cards = [c.text for c in turn.find_elements("css selector", ".card")]
     assert any("<script>window.__pwned" in c and "<img src=x onerror=" in c for c in cards), cards
+    # a Markdown book has no page images: "Show page" shows the passage in its section's text, marked
+    card = next(c for c in turn.find_elements("css selector", ".card") if "zanzibarquux procedure" in c.text)
+    show = card.find_element("css selector", "button")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", show)
+    show.click()
+    wait_for(browser, "document.getElementById('page-view').open && "
+                      "document.querySelector('#page-text mark.passage')", 30)
+    assert not browser.find_element("id", "page-image").is_displayed()
+    assert not browser.find_element("id", "page-error").text
+    marked = browser.find_element("css selector", "#page-text mark.passage").text
+    assert "zanzibarquux procedure is described" in marked and "<script>" in marked  # as text
+    link = browser.find_element("id", "page-open")
+    assert link.text == "Open the Markdown file"
+    status, headers, body = fetch(link.get_attribute("href"))
+    assert status == 200 and "attachment" in headers["content-disposition"] and b"zanzibarquux" in body
+    browser.find_element("id", "page-close").click()
     # the library shows the book's title, markup and all, as text
     browser.find_element("css selector", '.tab[data-view="books"]').click()
     wait_for(browser, "document.querySelector('#books li')", 30)
@@ -306,7 +322,7 @@ def test_a_conversation_continues_from_the_side_list_and_survives_a_reload(web, 
         toggle.click()
         wait_for(browser, "document.getElementById('side').getBoundingClientRect().left >= 0", 10)
         assert browser.find_element("css selector", f'#conversations button[data-id="{cid}"]').is_displayed()
-        toggle.click()
+        browser.find_element("id", "drawer-close").click()
         wait_for(browser, "getComputedStyle(document.getElementById('side')).visibility === 'hidden'", 10)
     finally:
         browser.set_window_size(size["width"], size["height"])
@@ -323,7 +339,7 @@ def withdrawing(template_db, tiny_gguf, model_cache, tmp_path_factory):
     shutil.copyfile(template_db["path"], corpus)
     grammar = work / "forced.gbnf"
     grammar.write_text(forced_text_grammar(UNBACKED))
-    server = Server(["--db", corpus, "--model", tiny_gguf, "--ctx", "2048", "--max-tokens", "160",
+    server = Server(["--db", corpus, "--model", tiny_gguf, "--ctx", "2048", "--max-tokens", "400",
                      "--grammar-file", grammar], server_env(model_cache, work / "home"), work / "serve.log")
     yield server
     server.stop()
@@ -338,13 +354,37 @@ def test_a_withdrawn_draft_is_replaced_by_the_reason_and_the_nearest_passages(wi
     assert "Surgeons usually shave" not in turn.text  # taken away
     assert not turn.find_elements("css selector", ".answer, .draft")
     status = turn.find_element("css selector", ".status").text
-    assert status.startswith("Not answered · The draft"), status  # the reason in words
+    from ragcli.serve.words import REASON_WORDS
+
+    assert status.startswith("Not answered · ") and status.split(" · ", 1)[1] in REASON_WORDS.values(), status
     why = turn.find_element("css selector", ".why")
     assert not why.find_element("css selector", "p").is_displayed()  # the figures: on demand
     assert "no_answer" not in turn.text and "ragcli" not in turn.text and "--" not in turn.text
     nearest = turn.find_element("css selector", ".sources")
     assert nearest.get_attribute("aria-label") == "Nearest passages"
     assert nearest.find_elements("css selector", ".card")
+
+
+def test_hostile_markdown_in_a_summary_is_rendered_safely_and_a_weak_one_kept_on_request(withdrawing, browser):
+    """The model's summary is Markdown with a script, an image with a handler and a javascript: link:
+    it is rendered (a heading, bold) and none of it runs. The withheld draft is weak: saved only with
+    "Keep a weak summary" ticked."""
+    open_page(browser, withdrawing.url)
+    browser.find_element("css selector", '.tab[data-view="topics"]').click()
+    browser.find_element("id", "topic").send_keys("craniotomy")
+    browser.find_element("id", "keep-weak").click()
+    browser.find_element("id", "generate").click()
+    wait_for(browser, "document.getElementById('summary-status').textContent.startsWith('saved as Summary') "
+                      "|| document.querySelector('#summary .error')")
+    assert not browser.find_elements("css selector", "#summary .error"), browser.find_element("id", "summary").text
+    md = browser.find_element("css selector", "#summary .markdown")
+    assert "<script>window.__pwned" in md.find_element("css selector", "h4").text  # the heading, its markup as text
+    assert md.find_element("css selector", "strong").text == "Always"
+    assert md.find_elements("css selector", ".badge")  # [S1] is still a badge
+    time.sleep(0.5)
+    assert browser.execute_script("return window.__pwned === undefined")
+    for tag in ("script", "img", "a[href^='javascript']", "[onerror]"):
+        assert not md.find_elements("css selector", tag), tag
 
 
 @pytest.fixture(scope="module")

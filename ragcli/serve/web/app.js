@@ -114,8 +114,10 @@
   function drawer(open) {
     document.body.classList.toggle("drawer-open", open);
     $("drawer-toggle").setAttribute("aria-expanded", String(open));
+    if (open) $("new-conversation").focus();
   }
   $("drawer-toggle").addEventListener("click", () => drawer(!document.body.classList.contains("drawer-open")));
+  $("drawer-close").addEventListener("click", () => { drawer(false); $("drawer-toggle").focus(); });
 
   // -- answers -----------------------------------------------------------------------------------
   // A text with its [S1] labels as badges: hovering or focusing one highlights its card, a click opens its page.
@@ -330,7 +332,7 @@
     const rows = await getJSON("/web/api/conversations");
     $("conversations").replaceChildren(...rows.map((c) => {
       const open = el("button", { type: "button", class: "open", "data-id": c.id, "aria-current": String(c.id === state.conversation),
-        onclick: () => openConversation(c.id) }, el("span", { class: "title" }, c.title),
+        onclick: () => { drawer(false); openConversation(c.id); } }, el("span", { class: "title" }, c.title),
         el("span", { class: "dim when" }, `${when(c.updated_at || c.created_at)} · ${c.turn_count} turn${c.turn_count === 1 ? "" : "s"}`));
       const rename = el("button", { type: "button", class: "icon rename", "aria-label": `Rename “${c.title}”`, title: "Rename",
         onclick: () => renameConversation(c, item) }, "✎");
@@ -605,7 +607,7 @@
     $("upload-status").textContent = `uploading ${file.name}…`;
     try {
       const result = await (await api(`/web/api/upload?name=${encodeURIComponent(file.name)}`, { method: "POST", headers: { "Content-Type": "application/octet-stream" }, body: file })).json();
-      $("upload-status").textContent = result.map((r) => `${file.name}: ${r.status === "ingested" ? "added" : r.status}${r.error ? ` (${r.error})` : ""}`).join("; ");
+      $("upload-status").textContent = result.map((r) => `${file.name}: ${r.status}${r.error ? ` (${r.error})` : ""}`).join("; ");
       loadBooks();
     } catch (error) {
       $("upload-status").textContent = error.message;
