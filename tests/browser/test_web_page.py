@@ -222,6 +222,7 @@ def test_markup_in_a_book_and_a_question_is_shown_as_text_and_never_runs(web, br
     # a Markdown book has no page images: "Show page" shows the passage in its section's text, marked
     card = next(c for c in turn.find_elements("css selector", ".card") if "zanzibarquux procedure" in c.text)
     show = card.find_element("css selector", "button")
+    assert show.text == "Show in the book"
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", show)
     show.click()
     wait_for(browser, "document.getElementById('page-view').open && "

@@ -157,7 +157,9 @@
     const pid = source.current_passage_id || source.passage_id;
     const where = [];
     if (source.section_path && source.section_path.length) where.push(source.section_path.join(" › "));
-    where.push(source.page ? `p. ${source.page_label}` : "");
+    // a book without page images (EPUB, Word, HTML, Markdown, text) is shown by its section, not a page
+    const paged = !source.file || /\.pdf$/i.test(source.file);
+    if (paged) where.push(`p. ${source.page_label}`);
     const text = el("p", { class: "text" });
     const quote = (quotes || []).find((q) => q && source.text.includes(q));
     if (quote) {
@@ -172,7 +174,7 @@
       gone ? el("p", { class: "stale" }, "This passage is no longer in the books.") : null,
       text,
       gone ? null : el("button", { type: "button", onclick: () => openPage(pid, null, source.book_title) },
-        `Show page ${source.page_label || ""}`.trim()));
+        paged ? `Show page ${source.page_label || ""}`.trim() : "Show in the book"));
   }
 
   // The answer of a turn (live or saved), its marks, its words and its source cards.
@@ -337,7 +339,7 @@
       const rename = el("button", { type: "button", class: "icon rename", "aria-label": `Rename “${c.title}”`, title: "Rename",
         onclick: () => renameConversation(c, item) }, "✎");
       const remove = el("button", { type: "button", class: "icon delete", "aria-label": `Delete “${c.title}”`, title: "Delete",
-        onclick: () => deleteConversation(c) }, "🗑");
+        onclick: () => deleteConversation(c) }, "✕");
       const item = el("li", { "data-id": c.id }, open, el("span", { class: "row-actions" }, rename, remove));
       return item;
     }));
