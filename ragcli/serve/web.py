@@ -206,6 +206,15 @@ def _number(text: Optional[str], name: str) -> Optional[int]:
     return int(text)
 
 
+def _import_renderer() -> None:
+    import pymupdf  # noqa: F401 - imported for its side effect: loaded once
+
+    from ragcli.ingest import page_image  # noqa: F401
+    from ragcli.text import sentences
+
+    sentences("The segmenter loads. Once.")  # the highlighter splits the passage into sentences
+
+
 def reader_errors(handler):
     """A route's JSON error with its message in a reader's words (serve/words.py)."""
     async def run(request):
@@ -231,6 +240,11 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
     from starlette.routing import Route
 
     files = _page_files()
+    # the page renderer (PyMuPDF) imported now, beside the start-up: the first "Show page" clicked while
+    # the model writes would otherwise also wait for the import, on a busy machine seconds
+    import threading
+
+    threading.Thread(target=_import_renderer, name="ragcli-warm-renderer", daemon=True).start()
 
     def guarded(handler):
         async def run(request):

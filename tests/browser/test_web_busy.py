@@ -46,13 +46,17 @@ def busy(template_db, model_cache, tmp_path_factory):
     server.stop()
 
 
-def start_asking(driver, question: str) -> None:
-    """Send a question (Enter) and wait until its draft text is streaming."""
+def start_asking(driver, question: str, draft: bool = True) -> None:
+    """Send a question (Enter) and wait until its draft text is streaming (`draft`), else until it
+    is in flight (a follow-up is first made standalone, by the model: no text for a while)."""
     from selenium.webdriver.common.keys import Keys
 
     box = driver.find_element("id", "question")
     box.clear()
     box.send_keys(question, Keys.ENTER)
+    if not draft:
+        wait_for(driver, "document.getElementById('stop-button').offsetParent !== null", 10)
+        return
     wait_for(driver, "document.querySelector('#turns .draft .draft-text') && "
                      "document.querySelector('#turns .draft .draft-text').textContent.length > 40", 120)
 
@@ -133,21 +137,21 @@ def test_stop_and_esc_end_the_generation_on_the_server_and_save_nothing(busy, br
 
 def test_new_conversation_during_an_answer_puts_the_next_question_in_a_new_one(busy, browser):
     open_page(browser, busy.url)
-    start_asking(browser, "first question about the bone flap")
+    start_asking(browser, "how is the bone flap handled?")
     wait_for(browser, "document.querySelector('#turns .turn .status')", 300)  # answered: conversation A
     first = {c["id"] for c in conversations(busy)}
-    start_asking(browser, "a follow-up that is left behind")
+    start_asking(browser, "and how is it kept dry afterwards?", draft=False)  # left behind
     browser.find_element("id", "new-conversation").click()
     assert not browser.find_elements("css selector", "#turns .turn")
     wait_for(browser, "document.getElementById('ask-button').offsetParent !== null", 5)
-    start_asking(browser, "a question for the new conversation")
-    wait_for(browser, "document.querySelector('#turns .turn .status')", 300)
+    start_asking(browser, "what happens to the scalp after a craniotomy?", draft=False)
+    wait_for(browser, "document.querySelector('#turns .turn .status')", 400)
     rows = conversations(busy)
     new = [c for c in rows if c["id"] not in first]
-    assert len(new) == 1 and new[0]["title"] == "a question for the new conversation", rows
-    old = [c for c in rows if c["id"] in first and c["title"] == "first question about the bone flap"]
+    assert len(new) == 1 and new[0]["title"] == "what happens to the scalp after a craniotomy?", rows
+    old = [c for c in rows if c["id"] in first and c["title"] == "how is the bone flap handled?"]
     assert old and old[0]["turn_count"] == 1, rows  # the left-behind follow-up was not saved into it
     shown = browser.find_elements("css selector", "#turns .question")
-    assert [q.text for q in shown] == ["a question for the new conversation"]
+    assert [q.text for q in shown] == ["what happens to the scalp after a craniotomy?"]
     current = browser.find_element("css selector", '#conversations button[aria-current="true"]')
     assert current.get_attribute("data-id") == str(new[0]["id"])
