@@ -197,3 +197,34 @@ def file_sha256(path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+# Private-use characters a PDF's symbol fonts (Wingdings, Symbol, Adobe's bracket pieces) leave in
+# extracted text: no font of the reader's has them, so they show as empty boxes. Each is mapped to the
+# Unicode character the font draws there; an unknown one followed by a space (a list item's mark) is a
+# bullet. Seen in the shared books: U+F0A7 (CERT, 1455 passages), U+F06C and U+F06E (ATP 6-22.5),
+# U+F070 (CERT), U+F8F1-U+F8F4 (population-genetics notes).
+PRIVATE_USE = {
+    0xF0B7: "•", 0xF0A7: "▪", 0xF06C: "●", 0xF06E: "■", 0xF06F: "□", 0xF070: "□", 0xF071: "❑", 0xF075: "◆",
+    0xF076: "❖", 0xF077: "⬥", 0xF0D8: "➢", 0xF0E8: "➔", 0xF0FC: "✓", 0xF0FB: "✗", 0xF0A8: "◻", 0xF09F: "•",
+    0xF0BE: "—", 0xF02D: "-", 0xF0AE: "→", 0xF0AC: "←", 0xF0B0: "°", 0xF0B1: "±", 0xF0A3: "≤", 0xF0B3: "≥",
+    0xF0B4: "×", 0xF0B8: "÷", 0xF0B9: "≠", 0xF0BB: "≈",
+    0xF8EB: "⎛", 0xF8EC: "⎜", 0xF8ED: "⎝", 0xF8EE: "⎡", 0xF8EF: "⎢", 0xF8F0: "⎣", 0xF8F1: "⎧", 0xF8F2: "⎨",
+    0xF8F3: "⎩", 0xF8F4: "⎪", 0xF8F6: "⎞", 0xF8F7: "⎟", 0xF8F8: "⎠", 0xF8F9: "⎤", 0xF8FA: "⎥", 0xF8FB: "⎦",
+    0xF8FC: "⎫", 0xF8FD: "⎬", 0xF8FE: "⎭",
+}
+_PRIVATE = re.compile("[\ue000-\uf8ff]")
+
+
+def public_chars(text: str) -> str:
+    """`text` with its private-use characters mapped (PRIVATE_USE; an unknown one before a space: •)."""
+    if not text or not _PRIVATE.search(text):
+        return text
+
+    def one(m) -> str:
+        known = PRIVATE_USE.get(ord(m.group(0)))
+        if known:
+            return known
+        after = text[m.end():m.end() + 1]
+        return "•" if after in (" ", "\t") else m.group(0)
+    return _PRIVATE.sub(one, text)

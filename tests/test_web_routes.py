@@ -129,3 +129,48 @@ def test_a_missing_passage_or_page_is_a_json_404(keyed):
         assert status == 404 and json.loads(data)["error"]["code"] == 5, (path, data)
     status, _, data = call(keyed, "GET", "/web/api/passages/abc", auth)
     assert status == 400
+
+
+def test_a_text_book_shows_its_section_and_errors_name_no_server_path(keyed):
+    """A Markdown book has no page image: its passage comes in its section's text; a message never
+    carries the server's folders or a command-line flag."""
+    auth = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/octet-stream"}
+    text = (b"# Valve care\n\n## Closing\n\nThe zorblat valve is closed by hand before the pump starts.\n\n"
+            b"Then the zorblat gauge is read twice.\n\n## Opening\n\nOpen it slowly.\n")
+    status, _, data = call(keyed, "POST", "/web/api/upload?name=valve.md", auth, text)
+    assert status == 200, data
+    get = {"Authorization": f"Bearer {KEY}"}
+    hits = json.loads(call(keyed, "GET", "/web/api/search?q=zorblat+valve&k=1", get)[2])
+    pid = hits[0]["passage_id"]
+    info = json.loads(call(keyed, "GET", f"/web/api/passages/{pid}", get)[2])
+    assert info["format"] == "md"
+    section = json.loads(call(keyed, "GET", f"/web/api/passages/{pid}/section", get)[2])
+    assert section["format"] == "md" and section["file_status"] == "ok"
+    assert "zorblat valve is closed" in section["parts"][section["at"]]["text"]
+    assert not any("Open it slowly" in p["text"] for p in section["parts"])  # another section
+    status, headers, body = call(keyed, "GET", f"/web/api/passages/{pid}/file", get)
+    assert status == 200 and headers["content-disposition"].startswith("attachment") and body == text
+    status, _, data = call(keyed, "GET", f"/web/api/passages/{pid}/page.png", get)
+    message = json.loads(data)["error"]["message"]
+    assert status >= 400 and str(keyed.uploads) not in message and "--" not in message, message
+    status, _, data = call(keyed, "POST", "/web/api/upload?name=valve.md", auth, text)
+    message = json.loads(data)["error"]["message"]
+    assert status == 400 and str(keyed.uploads) not in message and "/" not in message, message
+
+
+def test_conversations_are_renamed_and_deleted(keyed):
+    auth = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+    status, _, data = call(keyed, "POST", "/web/api/ask", auth, json.dumps({"question": "what is a craniotomy?"}).encode())
+    assert status == 200 and b"event: done" in data
+    cid = json.loads(data.split(b"event: done\ndata: ", 1)[1].split(b"\n", 1)[0])["conversation_id"]
+    status, _, data = call(keyed, "POST", f"/web/api/conversations/{cid}/rename", auth,
+                           json.dumps({"title": "  Skull   surgery "}).encode())
+    assert status == 200 and json.loads(data)["title"] == "Skull surgery"
+    rows = json.loads(call(keyed, "GET", "/web/api/conversations", auth)[2])
+    assert [r["title"] for r in rows if r["id"] == cid] == ["Skull surgery"]
+    assert call(keyed, "POST", f"/web/api/conversations/{cid}/rename", auth, b'{"title": " "}')[0] == 400
+    assert call(keyed, "POST", f"/web/api/conversations/{cid}/delete", auth, b"{}")[0] == 200
+    assert call(keyed, "GET", f"/web/api/conversations/{cid}", auth)[0] == 404
+    assert call(keyed, "POST", f"/web/api/conversations/{cid}/delete", auth, b"{}")[0] == 404
+    session = json.loads(call(keyed, "GET", "/web/api/session", auth)[2])
+    assert session["generating"] == 0

@@ -135,13 +135,14 @@ GEMMA_LIKE_TEMPLATE = (  # refuses a system message, as Gemma's template does
 
 
 def write_tiny_gguf(path: str | Path, seed: int = 0,
-                    chat_template: str | None = CHAT_TEMPLATE) -> Path:
+                    chat_template: str | None = CHAT_TEMPLATE, context: int = CONTEXT_LENGTH) -> Path:
     """Write the tiny model to `path` (about 440 KB) and return the path.
 
-    `chat_template=None` leaves the template out (as in some old GGUF files)."""
+    `chat_template=None` leaves the template out (as in some old GGUF files); `context`: the window it
+    declares it was trained with (a longer one lets a test keep it writing for seconds)."""
     path = Path(path)
     tokens, types, merges = tiny_vocab()
-    writer = llama_writer(path, "ragcli-tiny-test", tokens, types, merges)
+    writer = llama_writer(path, "ragcli-tiny-test", tokens, types, merges, context=context)
     if chat_template is not None:
         writer.add_chat_template(chat_template)
     save(writer, random_tensors(len(tokens), np.random.default_rng(seed)))

@@ -2,8 +2,9 @@
 at / (typed and sent in a real headless chromium, timed on the page: to the first answer text shown and
 to the finished answer rendered with its badges, marks and cards) and through /v1/chat/completions
 streamed (read by a fetch in the same page: to the first content delta and to [DONE]), interleaved,
-tiny model, the output forced by a GBNF grammar so both ways generate the same text. Bar (issue 36):
-page / chat-completions <= 1.1 for both times, medians of --n runs.
+tiny model, the output forced by a GBNF grammar so both ways generate the same text. Bar (issues 36
+and 46): page / chat-completions <= 1.1 for both times, medians of --n runs. On the page the first
+text is the draft (labelled, dimmed); the last is the checked answer rendered.
 
     python bench/performance/bench_web_stream.py [--db corpus.db] [--n 10] [--cache DIR]
 
@@ -37,8 +38,9 @@ const t0 = performance.now();
 const watch = new MutationObserver(() => {
   const last = turns.lastElementChild;
   if (!last) return;
-  const draft = last.querySelector('.answer.draft');
-  if (first === null && draft && draft.textContent) first = performance.now() - t0;
+  const draft = last.querySelector('.draft');
+  const text = draft && draft.querySelector('.draft-text');
+  if (first === null && text && text.textContent) first = performance.now() - t0;
   if (!draft && last.querySelector('.status')) { watch.disconnect(); done([first, performance.now() - t0]); }
 });
 watch.observe(turns, {childList: true, subtree: true, characterData: true});

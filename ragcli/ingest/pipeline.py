@@ -20,7 +20,7 @@ from ragcli.store.sql import transaction
 from ragcli.store.stage import EmbeddingStage
 from ragcli.ingest import vocabulary
 from ragcli.errors import InputError, ModelError, NotFoundError, RagcliError, UsageError
-from ragcli.text import file_sha256, sha256
+from ragcli.text import file_sha256, public_chars, sha256
 from ragcli.types import ParsedBook
 
 Progress = Callable[[str, int, int], None]  # (phase: "pages" | "ocr" | "embed", done, total)
@@ -154,6 +154,8 @@ def prepare(path: Path, opts: FileOptions, file_hash: Optional[str],
     if opts.strict and parsed.warnings:
         raise InputError(f"{path}: {parsed.warnings[0]}; not ingested (--strict)")
     passages = chunking.chunk_book(parsed.sections, parsed.figures)
+    for p in passages:  # a symbol font's private-use bullets as the characters they draw (text.public_chars)
+        p.text = public_chars(p.text)
     _check_not_empty(path, parsed, passages)
     _mark_ocr(passages, parsed)
     texts = [p.embed_text(parsed.title) for p in passages]

@@ -1,6 +1,10 @@
 """How many requests the HTTP server works on at once: `parallel` run (each in a worker thread, with
 its own chat model of the pool), `waiting` more queue in arrival order, and beyond that a request
 is refused at once (503) instead of waiting without bound. Used from the server's event loop only.
+
+Only work that uses a chat model (an answer, a summary) takes one of the `parallel` slots. A read (a
+page image, a conversation, the books, a search) never waits for the model: it runs in a worker
+thread of its own, at most READS at once (a few: the machine's cores are shared with the model).
 """
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Callable, TypeVar
 # anyio is imported where a blocking call is handed to a worker thread (inside the running server).
 
 T = TypeVar("T")
+READS = 4  # reads run at once, besides the generations
 
 
 class Busy(Exception):
@@ -22,6 +27,21 @@ class Admission:
         self.waiting = waiting
         self.inside = 0  # running + waiting
         self._slots: asyncio.Semaphore | None = None
+        self._reads: asyncio.Semaphore | None = None
+
+    @property
+    def generating(self) -> int:
+        """Generations running or queued."""
+        return self.inside
+
+    async def read(self, fn: Callable[[], T]) -> T:
+        """Run a read `fn` in a worker thread without a generation slot (READS at once)."""
+        import anyio
+
+        if self._reads is None:  # made inside the running loop
+            self._reads = asyncio.Semaphore(READS)
+        async with self._reads:
+            return await anyio.to_thread.run_sync(fn, abandon_on_cancel=False)
 
     def admit(self) -> "Ticket":
         """A place in the queue, or Busy. The ticket must be released (Ticket.release)."""

@@ -437,12 +437,8 @@ def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 
         return JSONResponse(await run_watched(request, ticket, job, lambda: library.search(
             body.query, job=job, book=body.book, k=body.k, mode=body.mode)))
 
-    async def blocking(fn: Callable):
-        ticket = admission.admit()
-        try:
-            return JSONResponse(await ticket.run(fn))
-        finally:
-            ticket.release()
+    async def blocking(fn: Callable):  # a read: no generation slot (serve/admission.py)
+        return JSONResponse(await admission.read(fn))
 
     async def books(request):
         return await blocking(library.books)

@@ -92,6 +92,7 @@ class Library:
         self._write = threading.Lock()  # one ingest at a time (each is its own transaction anyway)
         self._pages: OrderedDict = OrderedDict()  # page_image's cache, least recently used first
         self._cache_lock = threading.Lock()
+        self._render = threading.Lock()  # PyMuPDF renders one page at a time (it is not thread-safe)
         self.conn()  # a missing or foreign corpus fails now, at start
 
     @property
@@ -222,7 +223,8 @@ class Library:
                 return found
         with tempfile.TemporaryDirectory(prefix="ragcli-page-") as tmp:
             out = Path(tmp) / "page.png"
-            made = page_image.render(hit.path, start, end, hit.text, out)
+            with self._render:
+                made = page_image.render(hit.path, start, end, hit.text, out)
             if page is not None and made.page != page:
                 raise NotFoundError(f"book '{hit.book_id}' has no page {page}")
             found = (out.read_bytes(), made.page)
@@ -231,6 +233,26 @@ class Library:
             while len(self._pages) > PAGE_CACHE:
                 self._pages.popitem(last=False)
         return found
+
+    def passage_section(self, passage_id: int, most: int = 40) -> dict:
+        """The text of a passage's section (the passages of its book with the same section path, in
+        order, at most `most` either side): the page view of a book that has no page images (EPUB,
+        DOCX, HTML, Markdown, text). `format`: the book's file type; `at`: the passage's index."""
+        conn = self.conn()
+        hit = corpus.fetch_hits(conn, [passage_id]).get(passage_id)
+        if hit is None:
+            raise NotFoundError(f"no passage with id {passage_id} (ids come from search and ask results)")
+        from ragcli.serve.words import file_kind
+
+        fmt = file_kind(hit.path)  # the file's kind (a Markdown book is recorded as format "text")
+        before, after = files.neighbours(conn, hit, most, most)
+        same = list(hit.section_path or [])
+        before = [h for h in _run_of(reversed(before), same)][::-1]
+        after = list(_run_of(after, same))
+        parts = [{"passage_id": h.passage_id, "text": h.text, "page_label": h.page_label} for h in before + [hit] + after]
+        return {"passage_id": passage_id, "book_id": hit.book_id, "book_title": hit.book_title, "format": fmt,
+                "section_path": same, "page_label": hit.page_label, "parts": parts, "at": len(before),
+                "file_status": "ok" if hit.path and Path(hit.path).is_file() else "gone"}
 
     def book_file(self, passage_id: int) -> Path:
         """The file of a passage's book (the page view's link to the PDF): only a book's own file."""
@@ -254,6 +276,30 @@ class Library:
         from ragcli import conversation
 
         return conversation_data(conversation.get(self.conn(), conversation_id))
+
+    def conversation_rename(self, conversation_id: int, title: str) -> dict:
+        """A conversation's new title (the page's rename); its row."""
+        from ragcli import conversation
+
+        title = " ".join((title or "").split())
+        if not title:
+            raise UsageError("the title is empty")
+        if len(title) > 200:
+            raise UsageError("the title is longer than 200 characters")
+        from ragcli.store import conversations as store
+
+        conversation.get(self.conn(), conversation_id)  # NotFoundError when there is none
+        with self._write:
+            store.rename_conversation(self.conn(), conversation_id, title)
+        return conversation_row(conversation.get(self.conn(), conversation_id))
+
+    def conversation_delete(self, conversation_id: int) -> dict:
+        """`ragcli conversations delete ID`."""
+        from ragcli import conversation
+
+        with self._write:
+            conversation.delete(self.conn(), conversation_id)
+        return {"deleted": conversation_id}
 
     def ask_turn(self, question: str, conversation_id: Optional[int] = None,
                  book: Optional[Sequence[str]] = None, k: int = 10, job: Optional[Job] = None,
@@ -289,15 +335,16 @@ class Library:
         return turn_data(turn, answer)
 
     def summary_new(self, topic: str, job: Optional[Job] = None, on_text: Optional[Callable[[str], None]] = None,
-                    on_phase: Optional[Callable[[str], None]] = None) -> dict:
-        """`ragcli summary new TOPIC --json`: the topic's next numbered summary, generated and saved."""
+                    on_phase: Optional[Callable[[str], None]] = None, keep_weak: bool = False) -> dict:
+        """`ragcli summary new TOPIC [--keep-weak] --json`: the topic's next numbered summary, generated and
+        saved (`keep_weak`: saved even when its health is bad)."""
         if not (topic or "").strip():
             raise UsageError("the topic is empty: give a few words, e.g. `aneurysms`")
         check = _checking(job)
 
         text, phase = _callbacks(check, on_text, on_phase)
 
-        opts = summary.SummaryOptions(grammar=self.grammar)
+        opts = summary.SummaryOptions(grammar=self.grammar, keep_weak=keep_weak)
         with self.models.lease() as model:
             check()
             made = summary.new(self.conn(), self.embedder, topic, model, opts, on_text=text, on_phase=phase,
@@ -337,6 +384,14 @@ class Library:
                 except RagcliError as exc:
                     results.append(pipeline.IngestResult(str(f), "failed", error=str(exc), exit_code=exc.exit_code))
         return ingest_data(results)
+
+
+def _run_of(hits, section: list) -> Iterator:
+    """The leading hits of `hits` in `section` (a section's passages are contiguous)."""
+    for h in hits:
+        if list(h.section_path or []) != section:
+            return
+        yield h
 
 
 def _books(book) -> Optional[list[str]]:

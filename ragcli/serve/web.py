@@ -5,14 +5,25 @@ ragcli/serve/web/ (no build step, nothing fetched from another host).
     GET  /                                  the page (index.html); /web/app.js, /web/style.css
     POST /web/key   {key}                   with --api-key: checks the key, keeps it in an HttpOnly,
                                             SameSite=Strict cookie (the page asks for it once)
-    GET  /web/api/session                   what the page may offer: model, ingest allowed
+    GET  /web/api/session                   what the page may offer: model, ingest allowed, generations running
     POST /web/api/ask {question, conversation_id?, book?}   SSE: standalone, phase, text, done (the turn)
-    POST /web/api/summaries {topic}         SSE: phase, text, done (the new numbered summary)
-    GET  /web/api/conversations[/{id}]      = `conversations list|show --json`
-    GET  /web/api/passages/{id}             = `show ID --json` with the book's page_count
+    POST /web/api/summaries {topic, keep_weak?}   SSE: phase, text, done (the new numbered summary)
+    GET  /web/api/summaries/{topic}?number=N      = `summary show --json` with `html`, its Markdown made safe
+    GET  /web/api/conversations[/{id}]      = `conversations list|show --json` (each turn with `reader`)
+    POST /web/api/conversations/{id}/rename {title};  POST /web/api/conversations/{id}/delete {}
+    GET  /web/api/search?q=WORDS[&book=ID]  = `search --json`
+    GET  /web/api/passages/{id}             = `show ID --json` with the book's page_count and format
+    GET  /web/api/passages/{id}/section     the passage in its section's text (books without page images)
     GET  /web/api/passages/{id}/page.png[?page=N]   = `show ID --image`, as PNG, cached
-    GET  /web/api/passages/{id}/file        the book's PDF (the page view links it at #page=N)
+    GET  /web/api/passages/{id}/file        the book's file (a PDF opens at #page=N; others download)
     POST /web/api/upload?name=FILE          the body saved under --allow-ingest FOLDER, then ingested
+
+Only the answer and the summary take one of the server's `--parallel` generation slots; every read
+(a page image, a conversation, the books, a search) runs beside them (serve/admission.py), so the page
+never freezes while the model writes. A Stop on the page closes the answer's stream: the server
+cancels its Job at the next token, frees the slot, and saves nothing (a turn is saved only whole).
+
+Messages reach the page in a reader's words (serve/words.py): no server path, no command-line flag.
 
 The books, summaries and topics the page shows come from the JSON routes of serve/http.py (/books,
 /summaries...). Every route here but the page's three files and the key form needs the key when
@@ -34,10 +45,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
 
 from ragcli.errors import UsageError
 from ragcli.serve.guard import COOKIE
+from ragcli.serve import words
 from ragcli.serve.library import Cancelled, Job, Library
 
 # The page shell and the key form: served without the key (they hold no data of the corpus).
@@ -60,6 +72,16 @@ class AskBody(_Body):
 class SummaryBody(_Body):
     """POST /web/api/summaries."""
     topic: StrictStr = ""
+    keep_weak: StrictBool = False
+
+
+class RenameBody(_Body):
+    """POST /web/api/conversations/{id}/rename."""
+    title: StrictStr = ""
+
+
+class EmptyBody(_Body):
+    """POST /web/api/conversations/{id}/delete."""
 
 
 BINARY_POSTS = frozenset({"/web/api/upload"})  # a book file posted as application/octet-stream
@@ -170,7 +192,10 @@ def _error_data(exc: BaseException) -> dict:
     from ragcli.errors import RagcliError
 
     message = str(exc) if isinstance(exc, RagcliError) else f"internal error: {type(exc).__name__}: {exc}"
-    return {"message": message, "code": getattr(exc, "exit_code", 70)}
+    data = {"message": words.for_reader(message), "code": getattr(exc, "exit_code", 70)}
+    if getattr(exc, "summary", None) is not None and "not saved" in message:  # a weak summary, not kept
+        data["weak"] = True
+    return data
 
 
 def _number(text: Optional[str], name: str) -> Optional[int]:
@@ -181,6 +206,33 @@ def _number(text: Optional[str], name: str) -> Optional[int]:
     return int(text)
 
 
+def _import_renderer() -> None:
+    import pymupdf  # noqa: F401 - imported for its side effect: loaded once
+
+    from ragcli.ingest import page_image  # noqa: F401
+    from ragcli.text import sentences
+
+    sentences("The segmenter loads. Once.")  # the highlighter splits the passage into sentences
+
+
+def reader_errors(handler):
+    """A route's JSON error with its message in a reader's words (serve/words.py)."""
+    async def run(request):
+        response = await handler(request)
+        if getattr(response, "status_code", 200) < 400 or not hasattr(response, "body"):
+            return response
+        try:
+            data = json.loads(response.body)
+            data["error"]["message"] = words.for_reader(data["error"]["message"])
+        except (ValueError, KeyError, TypeError):
+            return response
+        from starlette.responses import JSONResponse
+
+        headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-length", "content-type")}
+        return secured(JSONResponse(data, status_code=response.status_code, headers=headers))
+    return run
+
+
 def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
     """The page's routes, each wrapped by `kit.endpoint` (errors as JSON) and given the security headers.
     `kit`: serve/http.py's endpoint, read_json, field, error_response, Mailbox, until_disconnected."""
@@ -188,11 +240,16 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
     from starlette.routing import Route
 
     files = _page_files()
+    # the page renderer (PyMuPDF) imported now, beside the start-up: the first "Show page" clicked while
+    # the model writes would otherwise also wait for the import, on a busy machine seconds
+    import threading
+
+    threading.Thread(target=_import_renderer, name="ragcli-warm-renderer", daemon=True).start()
 
     def guarded(handler):
         async def run(request):
             return secured(await handler(request))
-        return kit.endpoint(run)
+        return reader_errors(kit.endpoint(run))
 
     async def page_file(request):
         body, kind = files[request.url.path]
@@ -209,23 +266,32 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
         response.set_cookie(COOKIE, cookie_token(api_key), httponly=True, samesite="strict", path="/")
         return response
 
-    async def blocking(fn: Callable):
-        ticket = admission.admit()
-        try:
-            return await ticket.run(fn)
-        finally:
-            ticket.release()
+    async def blocking(fn: Callable):  # a read: never waits for a generation (serve/admission.py)
+        return await admission.read(fn)
 
     async def session(request):
         return JSONResponse({"model": library.model_name, "ingest": library.ingest_root is not None,
-                             "key_required": bool(api_key)})
+                             "key_required": bool(api_key), "generating": admission.generating})
 
     async def conversations(request):
         return JSONResponse(await blocking(library.conversations))
 
     async def conversation(request):
         cid = _number(request.path_params["cid"], "conversation id")
-        return JSONResponse(await blocking(lambda: library.conversation_show(cid)))
+        data = await blocking(lambda: library.conversation_show(cid))
+        for turn in data.get("turns", []):
+            turn["reader"] = words.answer_words(turn)
+        return JSONResponse(data)
+
+    async def rename(request):
+        cid = _number(request.path_params["cid"], "conversation id")
+        title = (await kit.read_json(request, RenameBody)).title
+        return JSONResponse(await blocking(lambda: library.conversation_rename(cid, title)))
+
+    async def delete(request):
+        cid = _number(request.path_params["cid"], "conversation id")
+        await kit.read_json(request, EmptyBody)
+        return JSONResponse(await blocking(lambda: library.conversation_delete(cid)))
 
     async def ask(request):
         data = await kit.read_json(request, AskBody)
@@ -235,23 +301,46 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
         ticket, job = admission.admit(), Job()
 
         def work(put):
-            return library.ask_turn(question, cid, book=book, job=job, on_text=lambda t: put("text", t),
+            turn = library.ask_turn(question, cid, book=book, job=job, on_text=lambda t: put("text", t),
                                     on_phase=lambda name: put("phase", {"name": name}),
                                     on_standalone=lambda made: put("standalone", made))
+            turn["reader"] = words.answer_words(turn)
+            return turn
         return Events(kit, ticket, job, work)
 
     async def summary_new(request):
-        topic = (await kit.read_json(request, SummaryBody)).topic
+        body = await kit.read_json(request, SummaryBody)
         ticket, job = admission.admit(), Job()
 
         def work(put):
-            return library.summary_new(topic, job=job, on_text=lambda t: put("text", t),
-                                       on_phase=lambda name: put("phase", {"name": name}))
+            made = library.summary_new(body.topic, job=job, on_text=lambda t: put("text", t),
+                                       on_phase=lambda name: put("phase", {"name": name}), keep_weak=body.keep_weak)
+            made["html"] = words.markdown_html(made.get("text") or "")
+            return made
         return Events(kit, ticket, job, work)
+
+    async def summary_show(request):
+        number = _number(request.query_params.get("number"), "number")
+        topic = request.path_params["topic"]
+        made = await blocking(lambda: library.summary_show(topic, number))
+        made["html"] = words.markdown_html(made.get("text") or "")
+        return JSONResponse(made)
+
+    async def search(request):
+        query = request.query_params.get("q") or ""
+        book = request.query_params.get("book") or None
+        k = _number(request.query_params.get("k"), "k") or 10
+        return JSONResponse(await blocking(lambda: library.search(query, book=book, k=k)))
 
     async def passage(request):
         pid = _number(request.path_params["pid"], "passage id")
-        return JSONResponse(await blocking(lambda: library.passage_page(pid)))
+        data = await blocking(lambda: library.passage_page(pid))
+        data["format"] = words.file_kind(data.get("file"))
+        return JSONResponse(data)
+
+    async def section(request):
+        pid = _number(request.path_params["pid"], "passage id")
+        return JSONResponse(await blocking(lambda: library.passage_section(pid)))
 
     async def page_png(request):
         pid = _number(request.path_params["pid"], "passage id")
@@ -263,8 +352,13 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
     async def book_file(request):
         pid = _number(request.path_params["pid"], "passage id")
         path = await blocking(lambda: library.book_file(pid))
-        media = "application/pdf" if path.suffix.lower() == ".pdf" else "application/octet-stream"
-        return FileResponse(path, media_type=media, content_disposition_type="inline", filename=path.name)
+        kind = words.file_kind(str(path))
+        if kind == "pdf":
+            return FileResponse(path, media_type="application/pdf", content_disposition_type="inline",
+                                filename=path.name)
+        # a book's own HTML (or anything else) never opens as a page of this server: it is downloaded
+        return secured(FileResponse(path, media_type=words.MEDIA.get(kind, "application/octet-stream"),
+                                    content_disposition_type="attachment", filename=path.name))
 
     async def upload(request):
         if library.ingest_root is None:
@@ -275,7 +369,7 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
             raise UsageError(f"`name` must be a file name ending in {', '.join(UPLOAD_SUFFIXES)}, not {name!r}")
         target = library.ingest_root / name
         if target.exists():
-            raise UsageError(f"{name} is already in {library.ingest_root}: rename the file to add it again")
+            raise UsageError(f"{name} is already in the upload folder: rename the file to add it again")
         handle, partial = tempfile.mkstemp(prefix=".upload-", dir=library.ingest_root)
         size = 0
         try:
@@ -301,10 +395,15 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
         Route("/web/api/session", guarded(session), methods=["GET"]),
         Route("/web/api/ask", guarded(ask), methods=["POST"]),
         Route("/web/api/summaries", guarded(summary_new), methods=["POST"]),
+        Route("/web/api/summaries/{topic}", guarded(summary_show), methods=["GET"]),
         Route("/web/api/conversations", guarded(conversations), methods=["GET"]),
         Route("/web/api/conversations/{cid}", guarded(conversation), methods=["GET"]),
+        Route("/web/api/conversations/{cid}/rename", guarded(rename), methods=["POST"]),
+        Route("/web/api/conversations/{cid}/delete", guarded(delete), methods=["POST"]),
+        Route("/web/api/search", guarded(search), methods=["GET"]),
         Route("/web/api/passages/{pid}", guarded(passage), methods=["GET"]),
+        Route("/web/api/passages/{pid}/section", guarded(section), methods=["GET"]),
         Route("/web/api/passages/{pid}/page.png", guarded(page_png), methods=["GET"]),
-        Route("/web/api/passages/{pid}/file", kit.endpoint(book_file), methods=["GET"]),
+        Route("/web/api/passages/{pid}/file", reader_errors(kit.endpoint(book_file)), methods=["GET"]),
         Route("/web/api/upload", guarded(upload), methods=["POST"]),
     ]

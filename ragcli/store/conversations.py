@@ -53,6 +53,12 @@ def delete_conversation(conn, conversation_id: int) -> bool:
         return bool(conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,)).rowcount)
 
 
+def rename_conversation(conn, conversation_id: int, title: str) -> bool:
+    """Give a conversation a new title; False when there is none."""
+    with transaction(conn):
+        return bool(conn.execute("UPDATE conversations SET title = ? WHERE id = ?", (title, conversation_id)).rowcount)
+
+
 def delete_all(conn) -> int:
     """Delete every conversation, its turns and their sources (one transaction); returns how many.
     Ids are never given again (AUTOINCREMENT)."""

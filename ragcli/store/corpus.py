@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 from ragcli.errors import CorpusError
 from ragcli.store import vectors as vector_index
 from ragcli.store.sql import in_filter, placeholders, select_in
+from ragcli.text import public_chars  # stored passages read before the ingest mapped them
 from ragcli.types import Book, Hit, ParsedBook, Passage
 
 if TYPE_CHECKING:  # numpy is imported where vectors are handled: `ragcli books` never loads it
@@ -232,7 +233,7 @@ def fetch_hits(conn, ids: Sequence[int]) -> dict[int, Hit]:
         " WHERE p.id IN {in}", ids)
     return {
         r[0]: Hit(passage_id=r[0], kind=r[1], book_id=r[2], book_title=r[3], section_path=json.loads(r[4]),
-                  page_start=r[5], page_end=r[6], page_label=r[7], text=r[8], figure_number=r[9],
+                  page_start=r[5], page_end=r[6], page_label=r[7], text=public_chars(r[8]), figure_number=r[9],
                   text_hash=r[10], ocr=r[11], path=r[12], text_kind=r[13])
         for r in rows
     }

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ragcli.store.corpus import BOOK_FILE, now
+from ragcli.text import public_chars  # stored passages read before the ingest mapped them
 from ragcli.types import Hit
 
 
@@ -117,7 +118,7 @@ _HIT_SQL = ("SELECT p.id, p.kind, p.book_id, b.title, p.section_path, p.page_sta
 def _hit(row) -> Hit:
     return Hit(passage_id=row[0], kind=row[1], book_id=row[2], book_title=row[3],
                section_path=json.loads(row[4]), page_start=row[5], page_end=row[6], page_label=row[7],
-               text=row[8], figure_number=row[9], text_hash=row[10], ocr=row[11], path=row[12])
+               text=public_chars(row[8]), figure_number=row[9], text_hash=row[10], ocr=row[11], path=row[12])
 
 
 def passage(conn, passage_id: int) -> Optional[Hit]:

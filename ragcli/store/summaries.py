@@ -11,6 +11,7 @@ import json
 from typing import Iterable, Optional
 
 from ragcli.store.sql import select_in, transaction
+from ragcli.text import public_chars
 from ragcli.types import Claim, Evidence, RemovedCitation, Summary, SummarySource
 
 SOURCE_COLUMNS = ("label", "cited", "passage_id", "book_id", "book_title", "kind", "figure_number",
@@ -120,6 +121,7 @@ def saved_sources(conn, table: str, owner_column: str, owner_id: int) -> list[Su
         source = dict(zip(SOURCE_COLUMNS, row))
         source["cited"] = bool(source["cited"])
         source["section_path"] = json.loads(source["section_path"])
+        source["text"] = public_chars(source["text"])  # saved before the ingest mapped a symbol font's bullets
         out.append(SummarySource(**source))
     return out
 

@@ -28,7 +28,10 @@ FORCED = "The bone flap is lifted [S1]. The artery is clipped at its neck [S2]. 
 QUESTION = "what happens after a craniotomy?"  # its prompt holds S1 and S2
 MARKUP = ('<script>window.__pwned = "script"</script> and <img src=x onerror="window.__pwned = \'img\'"> '
           'zanzibarquux')
-UNBACKED = "Surgeons usually shave the whole head the night before [S1]."
+# withheld as an answer; saved as a summary only with "Keep a weak summary": its Markdown is hostile
+UNBACKED = ("## Shaving <script>window.__pwned = 'md'</script>\n\nSurgeons usually shave the whole head the night "
+            "before [S1]. **Always** <img src=x onerror=\"window.__pwned = 'md-img'\"> "
+            "[more](javascript:window.__pwned='md-link').")
 KEY = "web-test-key-9c2b"
 WAIT = 300  # seconds: the tiny model on a busy 2-core machine
 
@@ -82,21 +85,29 @@ def open_page(driver, url: str) -> None:
 
 
 def ask(driver, question: str) -> None:
-    """Type a question and send it; the page records every text the answer area ever showed."""
+    """Type a question and send it with Enter; the page records every text the answer area ever
+    showed, and whether the draft label was on screen each time draft text was (`__unlabelled`)."""
+    from selenium.webdriver.common.keys import Keys
+
     driver.execute_script("""
-        window.__seen = []; window.__done = false;
+        window.__seen = []; window.__done = false; window.__unlabelled = 0; window.__drafts = 0;
         const turns = document.getElementById('turns');
         new MutationObserver(() => {
           const last = turns.lastElementChild;
           if (!last) return;
-          const draft = last.querySelector('.answer.draft');
+          const draft = last.querySelector('.draft');
+          if (draft && draft.querySelector('.draft-text').textContent) {
+            window.__drafts += 1;
+            const label = draft.querySelector('.draft-label');
+            if (!label || !label.textContent.includes('checking against the book')) window.__unlabelled += 1;
+          }
           window.__seen.push(last.textContent);
           if (!draft && last.querySelector('.status')) window.__done = true;
         }).observe(turns, {childList: true, subtree: true, characterData: true});""")
     box = driver.find_element("id", "question")
     box.clear()
     box.send_keys(question)
-    driver.find_element("id", "ask-button").click()
+    box.send_keys(Keys.ENTER)
     wait_for(driver, "window.__done")
 
 
@@ -117,6 +128,14 @@ def test_ask_streams_validated_text_and_a_badge_opens_its_highlighted_page(web, 
     seen = browser.execute_script("return window.__seen;")
     drafts = [s for s in seen if "The bone flap" in s]
     assert drafts, "no answer text appeared"
+    # while it streamed the text was labelled a draft, every time; after the verdict no draft is left
+    assert browser.execute_script("return window.__drafts") > 0
+    assert browser.execute_script("return window.__unlabelled") == 0
+    assert not browser.find_elements("css selector", "#turns .draft")
+    # Enter sent it; the focus is back in the question box; the live region announced the answer
+    assert browser.execute_script("return document.activeElement.id") == "question"
+    assert browser.find_element("id", "question").get_attribute("value") == ""
+    assert wait_for(browser, "document.getElementById('announce').textContent.startsWith('Answer: Answered')", 10)
     # it streamed: the answer area showed more than one length of text before the answer was rendered
     assert len({len(s) for s in seen}) >= 3, seen
     assert not any("S19" in s or "p. 45" in s for s in seen), "an invalid label or page reference reached the page"
@@ -153,7 +172,9 @@ def test_ask_streams_validated_text_and_a_badge_opens_its_highlighted_page(web, 
     made = page_image.render(info["file"], info["page"], info["page_end"], info["text"], tmp_path / "show.png")
     assert int(headers["x-page"]) == made.page
     assert png == (tmp_path / "show.png").read_bytes()
-    pdf = browser.find_element("id", "page-pdf").get_attribute("href")
+    link = browser.find_element("id", "page-open")
+    assert link.text == "Open the PDF at this page"
+    pdf = link.get_attribute("href")
     assert pdf.endswith(f"/web/api/passages/{passage}/file#page={info['page']}")
     status, headers, body = fetch(pdf.split("#")[0])
     assert status == 200 and headers["content-type"] == "application/pdf" and body[:5] == b"%PDF-"
@@ -198,11 +219,28 @@ def test_markup_in_a_book_and_a_question_is_shown_as_text_and_never_runs(web, br
     assert turn.find_element("css selector", ".question").text == question
     cards = [c.text for c in turn.find_elements("css selector", ".card")]
     assert any("<script>window.__pwned" in c and "<img src=x onerror=" in c for c in cards), cards
+    # a Markdown book has no page images: "Show page" shows the passage in its section's text, marked
+    card = next(c for c in turn.find_elements("css selector", ".card") if "zanzibarquux procedure" in c.text)
+    show = card.find_element("css selector", "button")
+    assert show.text == "Show in the book"
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", show)
+    show.click()
+    wait_for(browser, "document.getElementById('page-view').open && "
+                      "document.querySelector('#page-text mark.passage')", 30)
+    assert not browser.find_element("id", "page-image").is_displayed()
+    assert not browser.find_element("id", "page-error").text
+    marked = browser.find_element("css selector", "#page-text mark.passage").text
+    assert "zanzibarquux procedure is described" in marked and "<script>" in marked  # as text
+    link = browser.find_element("id", "page-open")
+    assert link.text == "Open the Markdown file"
+    status, headers, body = fetch(link.get_attribute("href"))
+    assert status == 200 and "attachment" in headers["content-disposition"] and b"zanzibarquux" in body
+    browser.find_element("id", "page-close").click()
     # the library shows the book's title, markup and all, as text
     browser.find_element("css selector", '.tab[data-view="books"]').click()
-    wait_for(browser, "document.querySelector('#books tbody tr')", 30)
+    wait_for(browser, "document.querySelector('#books li')", 30)
     assert browser.find_element("id", "upload-form").is_displayed()  # started with --allow-ingest
-    titles = [td.text for td in browser.find_elements("css selector", "#books tbody td:first-child")]
+    titles = [h.text for h in browser.find_elements("css selector", "#books h3")]
     assert any("<script>" in t and "onerror" in t for t in titles), titles
     # the conversation list shows the question as text
     side = browser.find_element("id", "conversations").text
@@ -237,7 +275,7 @@ def test_two_summaries_are_two_chips_and_the_first_loads_without_generating(web,
     wait_for(browser, "document.querySelector('#summary h3') && "
                       "document.querySelector('#summary h3').textContent.includes('Summary #1')", 30)
     made = [r for r in requests(browser)[before:] if "/web/api/" in r or "/summaries" in r]
-    assert made == [f"GET {web.url}/summaries/craniotomy?number=1"], made  # a saved text: no generation
+    assert made == [f"GET {web.url}/web/api/summaries/craniotomy?number=1"], made  # a saved text: no generation
     status, _, body = fetch(f"{web.url}/summaries/craniotomy?number=1")
     saved = json.loads(body)
     shown = browser.find_element("css selector", "#summary .answer").text
@@ -269,15 +307,24 @@ def test_a_conversation_continues_from_the_side_list_and_survives_a_reload(web, 
     assert questions == [QUESTION, "and what happens to it at the end?"]
     assert browser.find_elements("css selector", "#turns .turn:last-child .badge")
 
-    # at a phone's width: one column, nothing wider than the screen, the question box still there
+    # at a phone's width (390 x 844): nothing wider than the screen, the question box in the first
+    # screen with two turns above it, the conversations in a drawer that opens and closes
     size = browser.get_window_size()
     browser.set_window_size(390, 844)
     try:
         wait_for(browser, "window.innerWidth <= 400", 10)
         assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
-        assert browser.find_element("id", "question").is_displayed()
-        side, main = (browser.find_element("id", i).rect for i in ("side", "main"))
-        assert main["y"] >= side["y"] + side["height"] - 1  # the side list above, not beside
+        browser.execute_script("window.scrollTo(0, 0)")
+        box = browser.execute_script("const r = document.getElementById('question').getBoundingClientRect();"
+                                     "return [r.top, r.bottom, window.innerHeight];")
+        assert 0 <= box[0] and box[1] <= box[2], box
+        assert not browser.find_element("id", "side").is_displayed()
+        toggle = browser.find_element("id", "drawer-toggle")
+        toggle.click()
+        wait_for(browser, "document.getElementById('side').getBoundingClientRect().left >= 0", 10)
+        assert browser.find_element("css selector", f'#conversations button[data-id="{cid}"]').is_displayed()
+        browser.find_element("id", "drawer-close").click()
+        wait_for(browser, "getComputedStyle(document.getElementById('side')).visibility === 'hidden'", 10)
     finally:
         browser.set_window_size(size["width"], size["height"])
 
@@ -293,7 +340,7 @@ def withdrawing(template_db, tiny_gguf, model_cache, tmp_path_factory):
     shutil.copyfile(template_db["path"], corpus)
     grammar = work / "forced.gbnf"
     grammar.write_text(forced_text_grammar(UNBACKED))
-    server = Server(["--db", corpus, "--model", tiny_gguf, "--ctx", "2048", "--max-tokens", "160",
+    server = Server(["--db", corpus, "--model", tiny_gguf, "--ctx", "2048", "--max-tokens", "400",
                      "--grammar-file", grammar], server_env(model_cache, work / "home"), work / "serve.log")
     yield server
     server.stop()
@@ -306,12 +353,39 @@ def test_a_withdrawn_draft_is_replaced_by_the_reason_and_the_nearest_passages(wi
     assert any("Surgeons usually shave" in s for s in seen), "the draft was not shown while it streamed"
     turn = browser.find_elements("css selector", "#turns .turn")[-1]
     assert "Surgeons usually shave" not in turn.text  # taken away
-    assert not turn.find_elements("css selector", ".answer")
-    assert turn.find_element("css selector", ".notice").text.startswith("not answered")
-    assert "status: no_answer" in turn.text
+    assert not turn.find_elements("css selector", ".answer, .draft")
+    status = turn.find_element("css selector", ".status").text
+    from ragcli.serve.words import REASON_WORDS
+
+    assert status.startswith("Not answered · ") and status.split(" · ", 1)[1] in REASON_WORDS.values(), status
+    why = turn.find_element("css selector", ".why")
+    assert not why.find_element("css selector", "p").is_displayed()  # the figures: on demand
+    assert "no_answer" not in turn.text and "ragcli" not in turn.text and "--" not in turn.text
     nearest = turn.find_element("css selector", ".sources")
     assert nearest.get_attribute("aria-label") == "Nearest passages"
     assert nearest.find_elements("css selector", ".card")
+
+
+def test_hostile_markdown_in_a_summary_is_rendered_safely_and_a_weak_one_kept_on_request(withdrawing, browser):
+    """The model's summary is Markdown with a script, an image with a handler and a javascript: link:
+    it is rendered (a heading, bold) and none of it runs. The withheld draft is weak: saved only with
+    "Keep a weak summary" ticked."""
+    open_page(browser, withdrawing.url)
+    browser.find_element("css selector", '.tab[data-view="topics"]').click()
+    browser.find_element("id", "topic").send_keys("craniotomy")
+    browser.find_element("id", "keep-weak").click()
+    browser.find_element("id", "generate").click()
+    wait_for(browser, "document.getElementById('summary-status').textContent.startsWith('saved as Summary') "
+                      "|| document.querySelector('#summary .error')")
+    assert not browser.find_elements("css selector", "#summary .error"), browser.find_element("id", "summary").text
+    md = browser.find_element("css selector", "#summary .markdown")
+    assert "<script>window.__pwned" in md.find_element("css selector", "h4").text  # the heading, its markup as text
+    assert md.find_element("css selector", "strong").text == "Always"
+    assert md.find_elements("css selector", ".badge")  # [S1] is still a badge
+    time.sleep(0.5)
+    assert browser.execute_script("return window.__pwned === undefined")
+    for tag in ("script", "img", "a[href^='javascript']", "[onerror]"):
+        assert not md.find_elements("css selector", tag), tag
 
 
 @pytest.fixture(scope="module")
@@ -353,7 +427,7 @@ def test_with_a_key_the_page_shows_only_the_key_form_until_it_is_given(keyed, br
     ask(browser, QUESTION)
     assert browser.find_elements("css selector", "#turns .turn .card")
     browser.find_element("css selector", '.tab[data-view="books"]').click()
-    wait_for(browser, "document.querySelectorAll('#books tbody tr').length === 4", 30)
+    wait_for(browser, "document.querySelectorAll('#books li').length === 4", 30)
     assert not browser.find_element("id", "upload-form").is_displayed()  # no --allow-ingest: no upload
     refused = browser.execute_async_script("""const done = arguments[0];
         fetch('/web/api/upload?name=x.md', {method: 'POST', body: 'text',

@@ -1,13 +1,22 @@
 // ragcli's page. Every text of a book, a question or an answer goes into the page as text
-// (text nodes, textContent): never as HTML. Requests go to this server only (the CSP says so too).
+// (text nodes, textContent): never as HTML. The one exception is a summary's Markdown, which the
+// server renders with raw HTML off and sanitises, and which is copied here node by node through an
+// allowlist again. Requests go to this server only (the CSP says so too).
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
   const LABEL = /\[([SF]\d+)\]/g;
   const MARKS = { supported: "✓", weak: "~", unsupported: "✗", no_source: "?", quoted: "❝" };
-  const MARK_WORDS = { supported: "supported", weak: "weakly supported", unsupported: "not supported by the cited passage",
-    no_source: "no source", quoted: "quoted from the book" };
-  const state = { conversation: null, ingest: false, topic: null, busy: false };
+  const MARK_WORDS = { supported: "supported by the passage", weak: "weakly supported", unsupported: "not supported by the cited passage",
+    no_source: "no passage says this", quoted: "quoted from the book" };
+  // what the server is doing, in words (the phases of ask and summary)
+  const PHASES = { expand: "looking up related words", rewrite: "rewording the question", search: "retrieving passages",
+    standalone: "reading the follow-up", prompt: "reading the passages found", judge: "weighing the passages",
+    claims: "checking each sentence against the book", verify: "checking each sentence against the book",
+    retry: "trying again" };
+  const KINDS = { pdf: "the PDF", epub: "the EPUB file", docx: "the Word file", html: "the HTML file",
+    md: "the Markdown file", txt: "the text file" };
+  const state = { conversation: null, ingest: false, asking: null, summarising: null, books: [] };
   let uid = 0;
 
   function el(tag, attrs, ...children) {
@@ -25,25 +34,28 @@
     return node;
   }
 
+  const when = (iso) => (iso || "").replace("T", " ").slice(0, 16);
+
   class Unauthorized extends Error {}
 
   async function api(path, options) {
     const response = await fetch(path, { credentials: "same-origin", ...(options || {}) });
     if (response.status === 401) { showKey(); throw new Unauthorized("the API key is needed"); }
     if (!response.ok) {
-      let message = `${response.status} ${response.statusText}`;
+      let message = "the server could not do this";
       try { message = (await response.json()).error.message; } catch (e) { /* not JSON */ }
       throw new Error(message);
     }
     return response;
   }
   const getJSON = async (path) => (await api(path)).json();
-  const postJSON = (path, body) => api(path, { method: "POST", headers: { "Content-Type": "application/json" },
-    body: JSON.stringify(body) });
+  const postJSON = (path, body, signal) => api(path, { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body), signal });
 
-  // Server-sent events of a POST (EventSource only GETs): onEvent(name, data) for each.
-  async function stream(path, body, onEvent) {
-    const response = await postJSON(path, body);
+  // Server-sent events of a POST (EventSource only GETs): onEvent(name, data) for each. Aborting
+  // `signal` closes the connection: the server stops the work at its next token.
+  async function stream(path, body, onEvent, signal) {
+    const response = await postJSON(path, body, signal);
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     let buffer = "";
@@ -65,6 +77,11 @@
     }
   }
 
+  function announce(text) {  // the live region: a finished answer, its status
+    $("announce").textContent = "";
+    setTimeout(() => { $("announce").textContent = text; }, 50);
+  }
+
   // -- the key form ------------------------------------------------------------------------------
   function showKey() {
     $("app").hidden = true;
@@ -83,14 +100,24 @@
     start();
   });
 
-  // -- views -------------------------------------------------------------------------------------
+  // -- views and the drawer ----------------------------------------------------------------------
   function showView(name) {
     for (const tab of document.querySelectorAll(".tab")) tab.setAttribute("aria-pressed", String(tab.dataset.view === name));
     for (const view of document.querySelectorAll(".view")) view.hidden = view.id !== `view-${name}`;
     if (name === "topics") loadTopics();
     if (name === "books") loadBooks();
+    if (name === "search") $("search-input").focus();
+    drawer(false);
   }
   for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => showView(tab.dataset.view));
+
+  function drawer(open) {
+    document.body.classList.toggle("drawer-open", open);
+    $("drawer-toggle").setAttribute("aria-expanded", String(open));
+    if (open) $("new-conversation").focus();
+  }
+  $("drawer-toggle").addEventListener("click", () => drawer(!document.body.classList.contains("drawer-open")));
+  $("drawer-close").addEventListener("click", () => { drawer(false); $("drawer-toggle").focus(); });
 
   // -- answers -----------------------------------------------------------------------------------
   // A text with its [S1] labels as badges: hovering or focusing one highlights its card, a click opens its page.
@@ -120,17 +147,19 @@
     if (!MARKS[support]) return null;
     const id = `quote-${++uid}`;
     const e = claim.evidence;
-    const words = e ? [`[${e.label}] p. ${e.page_label}: “${e.quote}”`] : [MARK_WORDS[support]];
+    const words = e ? `[${e.label}] p. ${e.page_label}: “${e.quote}”` : "";
     return el("span", { class: `mark ${support}`, tabindex: 0, role: "note", "aria-describedby": id,
       "aria-label": MARK_WORDS[support] }, MARKS[support],
-      el("span", { class: "quote", id, role: "tooltip" }, `${MARK_WORDS[support]}. `, ...words));
+      el("span", { class: "quote", id, role: "tooltip" }, words ? `${MARK_WORDS[support]}: ${words}` : MARK_WORDS[support]));
   }
 
   function sourceCard(source, quotes) {
     const pid = source.current_passage_id || source.passage_id;
     const where = [];
     if (source.section_path && source.section_path.length) where.push(source.section_path.join(" › "));
-    where.push(`p. ${source.page_label} (pdf ${source.page})`);
+    // a book without page images (EPUB, Word, HTML, Markdown, text) is shown by its section, not a page
+    const paged = !source.file || /\.pdf$/i.test(source.file);
+    if (paged) where.push(`p. ${source.page_label}`);
     const text = el("p", { class: "text" });
     const quote = (quotes || []).find((q) => q && source.text.includes(q));
     if (quote) {
@@ -138,19 +167,20 @@
       text.append(source.text.slice(0, at), el("mark", {}, quote), source.text.slice(at + quote.length));
     } else text.append(source.text);
     const gone = source.status && source.status !== "ok" && source.status !== "moved";
-    return el("li", { class: "card", "data-label": source.label, "data-passage": pid, "data-title": source.book_title,
-      "aria-label": `source ${source.label}` },
-      el("h3", {}, `[${source.label}] `, source.book_title),
-      el("p", { class: "where" }, where.join(" · ")),
-      gone ? el("p", { class: "stale" }, `no longer in the corpus: ${source.reason || source.status}`) : null,
+    return el("li", { class: "card", "data-label": source.label || "", "data-passage": pid, "data-title": source.book_title,
+      "aria-label": source.label ? `source ${source.label}` : source.book_title },
+      el("h3", {}, source.label ? `[${source.label}] ` : "", source.book_title),
+      el("p", { class: "where" }, where.filter(Boolean).join(" · ")),
+      gone ? el("p", { class: "stale" }, "This passage is no longer in the books.") : null,
       text,
       gone ? null : el("button", { type: "button", onclick: () => openPage(pid, null, source.book_title) },
-        `Show page ${source.page_label}`));
+        paged ? `Show page ${source.page_label || ""}`.trim() : "Show in the book"));
   }
 
-  // The answer of a turn (live: ask's JSON; saved: the turn's), its marks and its source cards.
-  function renderAnswer(box, data) {
+  // The answer of a turn (live or saved), its marks, its words and its source cards.
+  function renderAnswer(box, data, question) {
     box.replaceChildren();
+    const reader = data.reader || { status: data.status, words: "", details: data.notice || "" };
     const answered = data.status !== "no_answer" && (data.answer || "").trim();
     const body = el("div", { class: "answer" });
     if (answered && data.claims && data.claims.length) {
@@ -164,9 +194,20 @@
       }
     } else if (answered) body.append(...withBadges(data.answer, box));
     if (answered) box.append(body);
-    if (data.notice) box.append(el("p", { class: "notice", role: "status" }, data.notice));
-    if (data.stale) box.append(el("p", { class: "stale" }, "stale: a source this answer cites has changed or is gone"));
-    box.append(el("p", { class: "status" }, `status: ${data.status}`));
+    box.append(el("p", { class: `status status-${data.status}` }, el("strong", {}, reader.status),
+      reader.words ? ` · ${reader.words}` : ""));
+    if (reader.details) box.append(el("details", { class: "why" }, el("summary", {}, "Why? (the figures)"),
+      el("p", {}, reader.details)));
+    if (data.stale) box.append(el("p", { class: "stale" }, "A passage this answer cites has changed or is gone."));
+    if (question !== undefined) {
+      const copy = el("button", { type: "button", class: "small", onclick: async () => {
+        try { await navigator.clipboard.writeText(body.textContent.replace(/\s+/g, " ").trim()); copy.textContent = "Copied"; }
+        catch (e) { copy.textContent = "Copy failed"; }
+        setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+      } }, "Copy");
+      box.append(el("div", { class: "actions" }, answered ? copy : null,
+        el("button", { type: "button", class: "small ask-again", onclick: () => { $("question").value = question; send(); } }, "Ask again")));
+    }
     const cited = new Set(data.citations || []);
     const sources = data.sources || [];
     let shown = sources.filter((s) => cited.has(s.label));
@@ -188,9 +229,17 @@
     }
   }
 
+  // A streamed text is a draft until the server's verdict: dimmed, labelled, never mistaken for an answer.
+  function draftBox(label) {
+    const text = el("div", { class: "draft-text" });
+    const box = el("div", { class: "draft", "aria-busy": "true" },
+      el("p", { class: "draft-label" }, el("span", { class: "spinner", "aria-hidden": "true" }), label), text);
+    return { box, text };
+  }
+
   function turnItem(question) {
     const standalone = el("p", { class: "standalone", hidden: true });
-    const answer = el("div", { class: "answer-box" }, el("div", { class: "answer draft", "aria-busy": "true" }));
+    const answer = el("div", { class: "answer-box" });
     const item = el("li", { class: "turn" }, el("p", { class: "question" }, question), standalone, answer);
     return { item, standalone, answer };
   }
@@ -201,75 +250,162 @@
     node.textContent = `read as: ${data.question}`;
   }
 
-  $("ask-form").addEventListener("submit", async (event) => {
-    event.preventDefault();
+  function progress(text) { $("ask-status").textContent = text; }
+
+  function asking(on) {
+    $("ask-button").hidden = on;
+    $("stop-button").hidden = !on;
+  }
+
+  // Stop the answer being written (Stop, Esc, New conversation, another conversation): its stream is
+  // closed, the server stops generating and saves nothing; its turn leaves the screen.
+  function stopAsk(words) {
+    const current = state.asking;
+    if (!current) return false;
+    state.asking = null;
+    current.controller.abort();
+    current.turn.item.remove();
+    asking(false);
+    progress(words || "");
+    return true;
+  }
+
+  async function send() {
     const question = $("question").value.trim();
-    if (!question || state.busy) return;
-    state.busy = true;
-    $("ask-button").disabled = true;
+    if (!question || state.asking) return;
     const turn = turnItem(question);
+    const draft = draftBox("Draft · checking against the book…");
+    turn.answer.append(draft.box);
     $("turns").append(turn.item);
-    const draft = turn.answer.firstChild;
-    $("ask-status").textContent = "asking…";
+    const current = { controller: new AbortController(), turn, conversation: state.conversation };
+    state.asking = current;
+    asking(true);
+    progress("retrieving passages…");
+    $("question").value = "";
+    $("question").focus();
+    const book = $("book-choice").value || null;
+    let wrote = false;
     try {
-      await stream("/web/api/ask", { question, conversation_id: state.conversation }, (name, data) => {
-        if (name === "text") draft.append(data.text);
-        else if (name === "phase") $("ask-status").textContent = `${data.name}…`;
+      await stream("/web/api/ask", { question, conversation_id: current.conversation, book }, (name, data) => {
+        if (state.asking !== current) return;  // stopped, or the reader moved on
+        if (name === "text") {
+          if (!wrote) { wrote = true; progress("writing the answer… (a draft until it is checked)"); }
+          draft.text.append(data.text);
+        } else if (name === "phase") progress(`${PHASES[data.name] || data.name}…`);
         else if (name === "standalone") showStandalone(turn.standalone, data);
         else if (name === "done") {
-          renderAnswer(turn.answer, data);
+          state.asking = null;
+          renderAnswer(turn.answer, data, question);
           state.conversation = data.conversation_id;
-          $("question").value = "";
-          $("ask-status").textContent = "";
+          progress("");
+          asking(false);
+          const reader = data.reader || {};
+          announce(`Answer: ${reader.status || data.status}. ${reader.words || ""} ${(data.answer || "").replace(LABEL, "").slice(0, 300)}`);
           loadConversations();
         } else if (name === "error") {
+          state.asking = null;
           turn.answer.replaceChildren(el("p", { class: "error", role: "alert" }, data.message));
-          $("ask-status").textContent = "";
+          progress("");
+          asking(false);
         }
-      });
+      }, current.controller.signal);
     } catch (error) {
+      if (state.asking !== current) return;  // aborted on purpose
+      state.asking = null;
+      asking(false);
+      progress("");
       if (!(error instanceof Unauthorized)) turn.answer.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
-      $("ask-status").textContent = "";
-    } finally {
-      state.busy = false;
-      $("ask-button").disabled = false;
     }
+  }
+
+  $("ask-form").addEventListener("submit", (event) => { event.preventDefault(); send(); });
+  $("question").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) { event.preventDefault(); send(); }
+  });
+  $("stop-button").addEventListener("click", () => { stopAsk("Stopped: nothing was saved."); $("question").focus(); });
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || $("page-view").open) return;
+    if (stopAsk("Stopped: nothing was saved.")) { event.preventDefault(); $("question").focus(); }
+    else if (document.body.classList.contains("drawer-open")) drawer(false);
   });
 
   // -- conversations -----------------------------------------------------------------------------
   async function loadConversations() {
     const rows = await getJSON("/web/api/conversations");
-    $("conversations").replaceChildren(...rows.map((c) => el("li", {},
-      el("button", { type: "button", "data-id": c.id, "aria-current": String(c.id === state.conversation),
-        onclick: () => openConversation(c.id) }, c.title, el("span", { class: "dim" }, ` · ${c.turn_count} turn${c.turn_count === 1 ? "" : "s"}`)))));
+    $("conversations").replaceChildren(...rows.map((c) => {
+      const open = el("button", { type: "button", class: "open", "data-id": c.id, "aria-current": String(c.id === state.conversation),
+        onclick: () => { drawer(false); openConversation(c.id); } }, el("span", { class: "title" }, c.title),
+        el("span", { class: "dim when" }, `${when(c.updated_at || c.created_at)} · ${c.turn_count} turn${c.turn_count === 1 ? "" : "s"}`));
+      const rename = el("button", { type: "button", class: "icon rename", "aria-label": `Rename “${c.title}”`, title: "Rename",
+        onclick: () => renameConversation(c, item) }, "✎");
+      const remove = el("button", { type: "button", class: "icon delete", "aria-label": `Delete “${c.title}”`, title: "Delete",
+        onclick: () => deleteConversation(c) }, "✕");
+      const item = el("li", { "data-id": c.id }, open, el("span", { class: "row-actions" }, rename, remove));
+      return item;
+    }));
+  }
+
+  function renameConversation(c, item) {
+    const input = el("input", { type: "text", class: "rename-input", value: c.title, "aria-label": "New title" });
+    const save = async () => {
+      const title = input.value.trim();
+      if (title && title !== c.title) {
+        try { await postJSON(`/web/api/conversations/${c.id}/rename`, { title }); } catch (e) { announce(e.message); }
+      }
+      await loadConversations();
+    };
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") { event.preventDefault(); save(); }
+      if (event.key === "Escape") { event.stopPropagation(); loadConversations(); }
+    });
+    input.addEventListener("blur", save, { once: true });
+    item.replaceChildren(input);
+    input.focus();
+    input.select();
+  }
+
+  async function deleteConversation(c) {
+    if (!window.confirm(`Delete the conversation “${c.title}” and its answers?`)) return;
+    await postJSON(`/web/api/conversations/${c.id}/delete`, {});
+    if (state.conversation === c.id) newConversation();
+    await loadConversations();
+    announce("Conversation deleted.");
   }
 
   async function openConversation(id) {
+    stopAsk("");
+    state.conversation = id;
     const data = await getJSON(`/web/api/conversations/${id}`);
-    state.conversation = data.id;
+    if (state.conversation !== id) return;  // another was chosen meanwhile
     showView("ask");
-    $("conversation-title").textContent = `Conversation ${data.id}${data.stale ? " (stale turns marked)" : ""}`;
+    $("conversation-title").textContent = `${data.title} · ${when(data.created_at)}${data.stale ? " · a cited passage has changed since" : ""}`;
     $("turns").replaceChildren();
     for (const t of data.turns) {
       const turn = turnItem(t.question);
       showStandalone(turn.standalone, { rewritten: t.rewritten, question: t.standalone_question });
-      renderAnswer(turn.answer, t);
+      renderAnswer(turn.answer, t, t.question);
       $("turns").append(turn.item);
     }
     await loadConversations();
     $("question").focus();
   }
 
-  $("new-conversation").addEventListener("click", () => {
+  function newConversation() {
+    stopAsk("");
     state.conversation = null;
     $("turns").replaceChildren();
     $("conversation-title").textContent = "";
+  }
+
+  $("new-conversation").addEventListener("click", () => {
+    newConversation();
+    drawer(false);
     loadConversations();
     $("question").focus();
   });
 
-  // -- the page view -----------------------------------------------------------------------------
-  const page = { passage: null, number: null, count: null };
+  // -- the page view: a PDF's page image, or the passage in its section's text ------------------
+  const page = { passage: null, number: null, count: null, title: "" };
 
   async function openPage(passage, number, title) {
     page.passage = passage;
@@ -279,6 +415,13 @@
     try {
       const info = await getJSON(`/web/api/passages/${passage}`);
       page.count = info.page_count;
+      page.title = info.book_title;
+      const kind = info.format || "";
+      $("page-open").textContent = `Open ${KINDS[kind] || "the book's file"}${kind === "pdf" ? " at this page" : ""}`;
+      if (kind && kind !== "pdf") return showText(info, kind);
+      $("page-text").hidden = true;
+      $("page-image").hidden = false;
+      for (const id of ["page-prev", "page-next", "page-number"]) $(id).hidden = false;
       $("page-title").textContent = `${info.book_title} · p. ${info.page_label}`;
       showPage(number || info.page, !number);
     } catch (error) {
@@ -286,22 +429,59 @@
     }
   }
 
+  async function showText(info, kind) {
+    $("page-image").hidden = true;
+    $("page-image").removeAttribute("src");
+    for (const id of ["page-prev", "page-next", "page-number"]) $(id).hidden = true;
+    const section = await getJSON(`/web/api/passages/${info.passage_id}/section`);
+    const where = (section.section_path || []).join(" › ");
+    $("page-title").textContent = `${section.book_title}${where ? ` · ${where}` : ""}`;
+    const box = $("page-text");
+    box.hidden = false;
+    box.replaceChildren(...section.parts.map((part, i) => i === section.at
+      ? el("p", {}, el("mark", { class: "passage", tabindex: "-1" }, part.text)) : el("p", {}, part.text)));
+    $("page-open").href = `/web/api/passages/${info.passage_id}/file`;
+    $("page-open").hidden = section.file_status !== "ok";
+    const hit = box.querySelector("mark.passage");
+    if (hit) hit.scrollIntoView({ block: "center" });
+  }
+
   // `best`: the page of the passage where most of it is found (show --image's choice), else page `number`
   function showPage(number, best) {
     page.number = number;
     const img = $("page-image");
-    img.alt = `page ${number} of ${$("page-title").textContent}, the passage highlighted`;
+    img.alt = `page ${number} of ${page.title}, the passage highlighted`;
     img.src = `/web/api/passages/${page.passage}/page.png${best ? "" : `?page=${number}`}`;
-    $("page-number").textContent = `pdf page ${number} of ${page.count}`;
+    if (!best) $("page-title").textContent = `${page.title} · page ${number} of the file`;
+    $("page-number").textContent = `page ${number} of ${page.count}`;
     $("page-prev").disabled = number <= 1;
     $("page-next").disabled = number >= page.count;
-    $("page-pdf").href = `/web/api/passages/${page.passage}/file#page=${number}`;
+    $("page-open").hidden = false;
+    $("page-open").href = `/web/api/passages/${page.passage}/file#page=${number}`;
   }
 
-  $("page-image").addEventListener("error", () => { $("page-error").textContent = "this page cannot be shown (the book's file moved or is gone?)"; });
+  $("page-image").addEventListener("error", () => {
+    if ($("page-image").getAttribute("src")) $("page-error").textContent = "This page cannot be shown: the book's file is no longer where it was read from.";
+  });
   $("page-prev").addEventListener("click", () => showPage(page.number - 1));
   $("page-next").addEventListener("click", () => showPage(page.number + 1));
   $("page-close").addEventListener("click", () => $("page-view").close());
+
+  // -- search ------------------------------------------------------------------------------------
+  $("search-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const q = $("search-input").value.trim();
+    if (!q) return;
+    $("search-status").textContent = "searching…";
+    try {
+      const book = $("book-choice").value;
+      const hits = await getJSON(`/web/api/search?q=${encodeURIComponent(q)}${book ? `&book=${encodeURIComponent(book)}` : ""}`);
+      $("search-results").replaceChildren(...hits.map((h) => sourceCard({ ...h, label: "" }, [])));
+      $("search-status").textContent = hits.length ? `${hits.length} passages found` : "Nothing found.";
+    } catch (error) {
+      $("search-status").textContent = error.message;
+    }
+  });
 
   // -- topics and summaries ----------------------------------------------------------------------
   async function loadTopics() {
@@ -321,42 +501,82 @@
 
   async function showSummary(topic, number, chip) {
     for (const c of document.querySelectorAll(".chip")) c.setAttribute("aria-pressed", String(c === chip));
-    renderSummary(await getJSON(`/summaries/${encodeURIComponent(topic)}?number=${number}`));
+    renderSummary(await getJSON(`/web/api/summaries/${encodeURIComponent(topic)}?number=${number}`));
+  }
+
+  // The server's sanitised HTML, copied through an allowlist of tags (no attribute but a link's
+  // http(s) href); its [S1] labels become badges.
+  const SAFE = new Set(["P", "H4", "H5", "H6", "UL", "OL", "LI", "STRONG", "EM", "CODE", "PRE", "BLOCKQUOTE", "HR",
+    "BR", "TABLE", "THEAD", "TBODY", "TR", "TH", "TD", "DEL", "A"]);
+  function safeCopy(from, to, scope) {
+    for (const node of from.childNodes) {
+      if (node.nodeType === Node.TEXT_NODE) to.append(...withBadges(node.textContent, scope));
+      else if (node.nodeType === Node.ELEMENT_NODE) {
+        if (!SAFE.has(node.tagName)) { to.append(...withBadges(node.textContent, scope)); continue; }
+        const copy = document.createElement(node.tagName.toLowerCase());
+        const href = node.getAttribute("href");
+        if (node.tagName === "A" && href && /^https?:\/\//i.test(href)) {
+          copy.setAttribute("href", href); copy.setAttribute("rel", "noopener noreferrer nofollow"); copy.setAttribute("target", "_blank");
+        }
+        safeCopy(node, copy, scope);
+        to.append(copy);
+      }
+    }
   }
 
   function renderSummary(data) {
     const box = $("summary");
     box.replaceChildren(el("h3", {}, `${data.topic} · Summary #${data.number}`,
       el("span", { class: "dim" }, ` · ${(data.created_at || "").slice(0, 10)}`)));
-    if (data.status === "stale") box.append(el("p", { class: "stale" }, "stale: a source it cites has changed or is gone"));
+    if (data.status === "stale") box.append(el("p", { class: "stale" }, "A passage it cites has changed or is gone."));
     const body = el("div", {});
-    renderAnswer(body, { answer: data.text, status: data.kind, claims: [], citations: data.citations, sources: data.sources });
+    renderAnswer(body, { answer: data.text, status: data.kind, claims: [], citations: data.citations, sources: data.sources,
+      reader: { status: data.kind === "extractive" ? "Sentences quoted from the books" : "Summary of the books", words: "", details: "" } });
     const text = body.querySelector(".answer");
-    if (text) text.classList.add("text");
+    if (text && data.html !== undefined) {
+      const parsed = new DOMParser().parseFromString(`<body>${data.html}</body>`, "text/html");
+      const md = el("div", { class: "answer markdown" });
+      safeCopy(parsed.body, md, body);
+      text.replaceWith(md);
+    }
     box.append(body);
   }
 
+  const SUMMARY_PHASES = { ...PHASES, prompt: "reading the passages found", claims: "checking each sentence against the book" };
   $("summary-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const topic = $("topic").value.trim();
-    if (!topic || state.busy) return;
-    state.busy = true;
+    if (!topic || state.summarising) return;
+    state.summarising = true;
     $("generate").disabled = true;
-    const live = el("div", { class: "answer draft" });
-    $("summary").replaceChildren(live);
-    $("summary-status").textContent = "generating…";
+    const draft = draftBox("Draft · checking against the book…");
+    $("summary").replaceChildren(draft.box);
+    $("summary-status").textContent = "retrieving passages…";
+    let wrote = false;
     try {
-      await stream("/web/api/summaries", { topic }, (name, data) => {
-        if (name === "text") live.append(data.text);
-        else if (name === "phase") $("summary-status").textContent = `${data.name}…`;
+      await stream("/web/api/summaries", { topic, keep_weak: $("keep-weak").checked }, (name, data) => {
+        if (name === "text") {
+          if (!wrote) { wrote = true; $("summary-status").textContent = "writing the summary…"; }
+          draft.text.append(data.text);
+        } else if (name === "phase") $("summary-status").textContent = `${SUMMARY_PHASES[data.name] || data.name}…`;
         else if (name === "done") { $("summary-status").textContent = `saved as Summary #${data.number}`; renderSummary(data); loadTopics(); }
-        else if (name === "error") { $("summary-status").textContent = ""; $("summary").replaceChildren(el("p", { class: "error", role: "alert" }, data.message)); }
+        else if (name === "error") {
+          $("summary-status").textContent = "";
+          const said = [el("p", { class: "error", role: "alert" }, data.message,
+            data.weak ? " Tick “Keep a weak summary” and generate again to save one anyway." : "")];
+          if (data.weak && draft.text.textContent) {  // the text stays readable, marked as not saved
+            draft.box.querySelector(".draft-label").textContent = "Not saved · weak draft";
+            draft.box.removeAttribute("aria-busy");
+            said.push(draft.box);
+          }
+          $("summary").replaceChildren(...said);
+        }
       });
     } catch (error) {
       if (!(error instanceof Unauthorized)) $("summary").replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
       $("summary-status").textContent = "";
     } finally {
-      state.busy = false;
+      state.summarising = false;
       $("generate").disabled = false;
     }
   });
@@ -364,14 +584,22 @@
   // -- books -------------------------------------------------------------------------------------
   async function loadBooks() {
     const books = await getJSON("/books");
-    $("books").tBodies[0].replaceChildren(...books.map((b) => {
+    state.books = books;
+    $("books").replaceChildren(...books.map((b) => {
       const unreadable = (b.unreadable_pages || []).length;
       const warnings = (b.warnings || []).length;
-      const health = unreadable || warnings ? `${unreadable} unreadable pages, ${warnings} warnings` : "ok";
-      const ocr = b.page_count ? `${Math.round(100 * (b.ocr_pages || 0) / b.page_count)}%` : "–";
-      return el("tr", {}, el("td", {}, b.title, el("span", { class: "dim" }, ` (${b.id})`)), el("td", {}, b.page_count),
-        el("td", {}, b.passages), el("td", {}, health), el("td", {}, ocr));
+      const health = unreadable || warnings ? `${unreadable} pages could not be read, ${warnings} warnings` : "read well";
+      const ocr = b.page_count && b.ocr_pages ? ` · ${Math.round(100 * b.ocr_pages / b.page_count)}% read from images` : "";
+      return el("li", { class: "book" }, el("h3", {}, b.title), el("p", { class: "dim" },
+        `${(b.format || "").toUpperCase() || "book"} · ${b.page_count} pages · ${b.passages} passages · ${health}${ocr}`));
     }));
+    fillBookChoice(books);
+  }
+
+  function fillBookChoice(books) {
+    const chosen = $("book-choice").value;
+    $("book-choice").replaceChildren(el("option", { value: "" }, "All books"),
+      ...books.map((b) => el("option", { value: b.id, selected: b.id === chosen }, b.title)));
   }
 
   $("upload-form").addEventListener("submit", async (event) => {
@@ -381,7 +609,7 @@
     $("upload-status").textContent = `uploading ${file.name}…`;
     try {
       const result = await (await api(`/web/api/upload?name=${encodeURIComponent(file.name)}`, { method: "POST", headers: { "Content-Type": "application/octet-stream" }, body: file })).json();
-      $("upload-status").textContent = result.map((r) => `${r.path || file.name}: ${r.status}${r.error ? ` (${r.error})` : ""}`).join("; ");
+      $("upload-status").textContent = result.map((r) => `${file.name}: ${r.status}${r.error ? ` (${r.error})` : ""}`).join("; ");
       loadBooks();
     } catch (error) {
       $("upload-status").textContent = error.message;
@@ -395,10 +623,11 @@
     $("key-view").hidden = true;
     $("app").hidden = false;
     $("tabs").hidden = false;
-    $("model").textContent = session.model ? `model: ${session.model}` : "no model: extractive answers";
+    $("drawer-toggle").hidden = false;
+    $("model").textContent = session.model ? `model: ${session.model}` : "no model: answers quote the books";
     state.ingest = session.ingest;
     $("upload-form").hidden = !session.ingest;
-    await loadConversations();
+    await Promise.all([loadConversations(), getJSON("/books").then((books) => { state.books = books; fillBookChoice(books); })]);
     document.body.dataset.ready = "true";
   }
   start();
