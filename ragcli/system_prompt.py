@@ -42,8 +42,8 @@ ANSWER_INSTRUCTION = "Answer in 2 to 4 sentences, each ending with its label."
 # book's): it shows the label form; without it small models write "[1]" or no label at all
 # (docs/decisions.md D41).
 ANSWER_EXAMPLE = (
-    "Passages:\n\n[S1] Brakes, p. 12\nIf the brakes squeal, clean the rims with rubbing alcohol. Check the "
-    "brake pads for wear and replace pads worn to the groove.\n\n[S2] Tyres, p. 20\nPump the tyres to "
+    "Passages:\n\n[S1] Brakes\nIf the brakes squeal, clean the rims with rubbing alcohol. Check the "
+    "brake pads for wear and replace pads worn to the groove.\n\n[S2] Tyres\nPump the tyres to "
     "the pressure printed on the sidewall.\n\nQuestion: my bike squeaks every time I stop, what should I "
     "do?\n\n" + ANSWER_INSTRUCTION,
     "Clean the rims with rubbing alcohol [S1]. Then check the brake pads and replace them if they are worn "

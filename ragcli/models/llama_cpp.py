@@ -396,6 +396,7 @@ class LlamaCppModel:
         llama.cpp evaluated; the rest of the prompt came from the KV cache."""
         loaded, built = self._primed
         self._primed = (0, 0)
+        seconds, self._prime_seconds = getattr(self, "_prime_seconds", 0.0), 0.0
         evaluated = (self._evals[0] if self._evals else 0) + built
         self.stats = {
             "prompt_tokens": prompt_tokens,
@@ -404,6 +405,8 @@ class LlamaCppModel:
             "prompt_from_disk": loaded,
             "generated_tokens": generated,
         }
+        if loaded or built:  # seconds to load (or evaluate and save) the system prefix's state
+            self.stats["prefix_seconds"] = round(seconds, 4)
 
     # ------------------------------------------------------------------ the system prefix's saved state
 
@@ -427,6 +430,14 @@ class LlamaCppModel:
         its saved state, or evaluate it and save the state. Any failure leaves the normal path
         (llama.cpp evaluates the whole prompt); the cache is never an error for the user."""
         self._primed = (0, 0)
+        self._prime_seconds = 0.0
+        started = time.perf_counter()
+        try:
+            self._load_prefix(messages, prompt)
+        finally:
+            self._prime_seconds = time.perf_counter() - started
+
+    def _load_prefix(self, messages: Messages, prompt: list[int]) -> None:
         llm = self._llm
         if (self._prefix_dir is None or not messages or messages[0].get("role") != "system"
                 or llm._is_recurrent or llm._is_hybrid):
