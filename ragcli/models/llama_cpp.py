@@ -22,7 +22,10 @@ from ragcli.models.chat import Constraint, Grammar, JsonSchema, Messages, OneLin
 from ragcli.models.gguf import gguf_metadata, kv_bytes_per_token, trained_context
 
 DEFAULT_CTX = 4096  # the context when the header does not give the KV cache's size
-PROMPT_BATCH = 64  # prompt tokens evaluated between two progress reports
+# Prompt tokens evaluated between two progress reports: llama.cpp's own batch (n_batch 512). Each batch
+# reads all the weights once; in 64-token steps the 1.5B read a 658-token prompt 1.6x to 2.5x slower on
+# a loaded 2-core machine (decision D137), so the status line's progress cost the first word most of all.
+PROMPT_BATCH = 512
 # Memory left to the system and the rest of ragcli (embedding model, SQLite, Python) when the
 # context is sized; of what remains after the weights, at most KV_SHARE goes to the KV cache.
 MEMORY_RESERVE = 1 << 30
