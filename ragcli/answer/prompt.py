@@ -15,6 +15,9 @@ from ragcli.system_prompt import (ANSWER_EXAMPLE, ANSWER_INSTRUCTION, ANSWER_PRE
                                   SUMMARY_PREFIX, SYSTEM_PROMPT)
 
 ANSWER_SOURCES = 6  # passages given for an answer (k retrieved; the rest are listed, not prompted)
+# A section's title once for passages of it read one after the other (decision D135); False: every
+# passage under its own title (a bench variant).
+SECTION_ONCE = True
 # A yes/no question about what to do is asked as what the passages tell the reader to do: the passages
 # state instructions, not yes or no.
 YES_NO_INSTRUCTION = ("Say what the passages tell the reader to do about this, in 2 to 4 sentences, each "
@@ -175,8 +178,8 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
         if not answering:
             return [block(s) for s in sources]
         shown = list(reversed(sources))  # the order the model reads them
-        titled = [i == 0 or shown[i - 1].hit.kind != "passage" or section_title(shown[i - 1]) != section_title(s)
-                  for i, s in enumerate(shown)]
+        titled = [not SECTION_ONCE or i == 0 or shown[i - 1].hit.kind != "passage"
+                  or section_title(shown[i - 1]) != section_title(s) for i, s in enumerate(shown)]
         return list(reversed([block(s, title=t) for s, t in zip(shown, titled)]))
 
     while True:
