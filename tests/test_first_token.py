@@ -36,10 +36,13 @@ def test_the_answer_prompt_has_labels_and_text_but_no_page_or_book_title():
     assert user.index("[S2]") < user.index("[S1]")  # best last, by the question
 
 
-def test_a_section_title_is_given_once_for_passages_read_one_after_the_other():
+def test_every_passage_has_its_section_title_unless_told_to_give_it_once(monkeypatch):
     hits = [_hit(0, "FROSTBITE", "Do not rub the frostbitten area."),
             _hit(1, "FROSTBITE", "Frostbite is the freezing of the skin."),
             _hit(2, "HYPOTHERMIA", "Remove wet clothing.")]
+    user = _user(hits)
+    assert "[S3] HYPOTHERMIA\n" in user and "[S2] FROSTBITE\n" in user and "[S1] FROSTBITE\nDo not rub" in user
+    monkeypatch.setattr(prompt, "SECTION_ONCE", True)
     user = _user(hits)
     # read in the order S3, S2, S1: S2 brings the title, S1 under the same title has its label alone
     assert "[S3] HYPOTHERMIA\n" in user and "[S2] FROSTBITE\n" in user and "[S1]\nDo not rub" in user
@@ -59,15 +62,15 @@ def test_a_running_header_caught_in_a_passage_is_left_out_of_the_prompt_not_the_
     assert hit.text == text  # the passage itself (what claims are checked against) is unchanged
 
 
-def test_the_context_is_capped_best_passages_first():
+def test_a_context_cap_keeps_the_best_passages_first():
     words = [" ".join(f"w{i}x{j}" for j in range(150)) for i in range(6)]  # about 203 estimated tokens each
     hits = [_hit(i, f"S{i}", t) for i, t in enumerate(words)]
-    blocks, rest = context.build(hits)
-    assert context.CONTEXT_TOKENS is not None
-    assert sum(context.estimate_tokens(b.hit.text) for b in blocks) <= context.CONTEXT_TOKENS
+    assert len(context.build(hits)[0]) == 6  # no cap by default: the 6 best
+    blocks, rest = context.build(hits, budget=600)
+    assert sum(context.estimate_tokens(b.hit.text) for b in blocks) <= 600
     assert [b.hit.passage_id for b in blocks] == [100, 101]  # the third would pass the cap
     assert [s.label for s in blocks + rest] == [f"S{i}" for i in range(1, 7)]  # the rest listed, in rank order
-    one = context.build([_hit(0, "S", " ".join(["long"] * 900))])[0]
+    one = context.build([_hit(0, "S", " ".join(["long"] * 900))], budget=600)[0]
     assert len(one) == 1  # the best passage is given even when it alone passes the cap
 
 

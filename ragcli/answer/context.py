@@ -27,11 +27,11 @@ from ragcli.types import Hit, Source
 # neighbour a side (260-token blocks, 700 in all: D86) the model copied the neighbour more often (wrong
 # answers shown on FM 7 of 44 against 5). bench/answer_variants.py `context-T-N[-J]` sets them for a run;
 # a caller may pass its own to `build`.
-# The blocks' text, all together, in estimated tokens (None: no cap). The best passages are added until
-# the next would pass it (decision D135): the prompt the model evaluates before its first word is about
-# 0.7x a plain prompt of the 6 best passages; a passage of the answer's pages stays in the prompt for the
-# same CERT and FM questions as with no cap but one (bench/first_token_context.py).
-CONTEXT_TOKENS: Optional[int] = 600
+# The blocks' text, all together, in estimated tokens (None: no cap: the 6 best). A cap of 600 made the
+# prompt 0.72x (CERT) and 0.79x (FM) a plain prompt's, and lost a correct answer whose passage ranked 5th
+# (FM lay-28: the live-cable rescue became "remove his jewelry", shown as answered): not the default
+# (decision D135); `bench/answer_variants.py` `context-600-6` runs it.
+CONTEXT_TOKENS: Optional[int] = None
 MAX_BLOCKS = 6
 BLOCK_TOKENS = 0  # one block grows with neighbours (or an adjacent hit) up to this
 MAX_NEIGHBOURS = 0  # passages added on each side of a hit, at most

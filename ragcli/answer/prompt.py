@@ -15,9 +15,10 @@ from ragcli.system_prompt import (ANSWER_EXAMPLE, ANSWER_INSTRUCTION, ANSWER_PRE
                                   SUMMARY_PREFIX, SYSTEM_PROMPT)
 
 ANSWER_SOURCES = 6  # passages given for an answer (k retrieved; the rest are listed, not prompted)
-# A section's title once for passages of it read one after the other (decision D135); False: every
-# passage under its own title (a bench variant).
-SECTION_ONCE = True
+# True: a section's title given once for passages of it read one after the other. Off (decision D135):
+# with it on, the 1.5B's correct FM answer lay-18 ("prop up his feet higher than his heart, cover him")
+# became the step before it; with every passage under its own title the answer came back word for word.
+SECTION_ONCE = False
 # A yes/no question about what to do is asked as what the passages tell the reader to do: the passages
 # state instructions, not yes or no.
 YES_NO_INSTRUCTION = ("Say what the passages tell the reader to do about this, in 2 to 4 sentences, each "
