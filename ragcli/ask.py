@@ -73,6 +73,7 @@ class Run:
     timings: dict = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
     judged: Optional[relevance.Judged] = None
+    started: float = 0.0  # perf_counter at the start of the ask
 
     @property
     def base(self) -> dict:
@@ -95,6 +96,7 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     search: search.pipeline's; prompt, judge with done/total, claims or verify, retry); `on_progress(event,
     info)` the model's own progress. `reranker`: a re-ranker model for the search."""
     opts = opts or AskOptions()
+    started = time.perf_counter()
     phase = on_phase or (lambda *a, **k: None)
     if not isinstance(embedder, MemoEmbedder):
         embedder = MemoEmbedder(embedder)  # the answer and its claims share sentence vectors
@@ -102,17 +104,24 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
                                 check_language=True, rerank_depth=opts.rerank_depth, skip_kinds=NOT_EXPOSITION)
     result = search(conn, embedder, question, search_opts, model=model if opts.rewrite else None, reranker=reranker,
                     on_expanded=on_expanded, on_phase=phase)
+    # Before the model only what decides what it reads, or whether it runs: the search, the blocks, the
+    # checks of _before_answer. Each is timed (`timings`; decision D136).
+    t = time.perf_counter()
     cal = calibrations.for_corpus(conn)
     # tokens estimated, not the model's: the same blocks (and labels) whichever model answers, or none
     blocks, rest = context.build(result.hits, lambda h: _adjacent(conn, h))
+    timings = dict(result.timings, context=time.perf_counter() - t)
     run = Run(conn, embedder, question, model, opts, result, blocks + rest, cal, blocks,
-              on_text, on_progress, phase, dict(result.timings))
+              on_text, on_progress, phase, timings, started=started)
     if result.skipped_kinds_kept:
         run.notices.append(ONLY_NON_EXPOSITION)
     if cal is None:
         recorded = corpus.embedding_model(conn)
         run.notices.append(calibrations.UNCALIBRATED_NOTICE.format(model=recorded[0] if recorded else "?"))
+    t = time.perf_counter()
+    phase("checks")
     answer = _before_answer(run)
+    run.timings["checks"] = time.perf_counter() - t
     if answer is None:
         answer = _extractive(run) if model is None else _answer(run)
     answer.notice = _join(answer.notice, *run.notices)
@@ -171,10 +180,11 @@ def _answer(run: Run) -> Answer:
     model, opts = run.model, run.opts
     run.phase("prompt")
     first = prompt.instruction_for(run.question)
-    budget = model.context_size - opts.max_tokens - ANSWER_TOKENS_RESERVE
-    laid = prompt.build(run.question, run.blocks, model.count_tokens, budget, instruction=first)
-    usable = laid.sources
-    if opts.judge:
+    only = None
+    if opts.judge:  # the judge reads the answer's own prompt (generate lays it out again, with `only`)
+        budget = model.context_size - opts.max_tokens - ANSWER_TOKENS_RESERVE
+        laid = prompt.build(run.question, run.blocks, model.count_tokens, budget, instruction=first)
+        usable = laid.sources
         run.phase("judge")
         run.judged = relevance.judge(model, laid, run.question)
         run.timings["judge"] = run.judged.seconds
@@ -186,7 +196,7 @@ def _answer(run: Run) -> Answer:
             usable = run.judged.relevant(laid.sources)
             if not usable:
                 return _unanswered(run, verdicts.before_answer(Reason.NOT_RELEVANT))
-    only = {s.label for s in usable} if len(usable) < len(laid.sources) else None
+        only = {s.label for s in usable} if len(usable) < len(laid.sources) else None
     answer, _ = _attempt(run, run.blocks, first, only)
     return answer
 
@@ -197,6 +207,10 @@ def _attempt(run: Run, sources: list[Source], instruction: str, only: Optional[s
     gen = generate(run.model, run.question, sources, max_tokens=run.opts.max_tokens, constraint=run.opts.grammar,
                    instruction=instruction, on_text=run.on_text, on_progress=run.on_progress, only=only)
     timings.update(gen.timings)
+    if gen.model_called is not None:  # from the ask's start: what the reader waits for
+        timings["before_model"] = gen.model_called - run.started
+        if gen.first_text is not None:
+            timings["to_first_token"] = gen.first_text - run.started
     shown = gen.prompt.sources
     citable = [s for s in shown if only is None or s.label in only]
     notice = str(gen.cut) if gen.cut is not None else None  # the part received is kept, validated

@@ -118,13 +118,13 @@ def test_phases_name_the_rewrite_and_the_search_apart(conn, embedder):
     ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions(rewrite=True),
             on_phase=lambda name, **info: seen.append((name, len(model.calls))))
     names = [name for name, _ in seen]
-    assert names[:names.index("claims") + 1] == ["expand", "rewrite", "search", "prompt", "claims"]
+    assert names[:names.index("claims") + 1] == ["expand", "rewrite", "search", "checks", "prompt", "claims"]
     seen.clear()
     model = FakeChatModel(["craniotomy bone flap dura opening", "It is a craniotomy [S1]."] + ["[S1]"] * 2)
     ask.ask(conn, embedder, "what happens after cutting the skull?", model, ask.AskOptions(judge=True, rewrite=True),
             on_phase=lambda name, **info: seen.append((name, len(model.calls))))
     names = [name for name, _ in seen]
-    assert names[:names.index("claims") + 1] == ["expand", "rewrite", "search", "prompt", "judge", "claims"]
+    assert names[:names.index("claims") + 1] == ["expand", "rewrite", "search", "checks", "prompt", "judge", "claims"]
     calls = dict(seen)
     assert calls["rewrite"] == 0 and calls["search"] == 1  # the rewrite runs between the two
     assert calls["prompt"] == 1  # the answer's call comes after
@@ -132,7 +132,7 @@ def test_phases_name_the_rewrite_and_the_search_apart(conn, embedder):
     seen.clear()
     ask.ask(conn, embedder, "what happens after cutting the skull?", FakeChatModel(["It is [S1]."] * 2),
             ask.AskOptions(expand=False), on_phase=lambda name, **info: seen.append(name))
-    assert seen[:2] == ["search", "prompt"]  # no expansion, no rewrite: searching only
+    assert seen[:3] == ["search", "checks", "prompt"]  # no expansion, no rewrite: searching only
 
 
 def test_ask_makes_no_rewrite_call_unless_asked(conn, embedder):

@@ -23,11 +23,15 @@ from typing import Callable, Optional
 from ragcli.types import Hit, Source
 
 # Chosen by the 1.5B's answers read on FM and checked on CERT (decision D102): the ranked passages, each
-# its own block (no neighbour joined, MAX_NEIGHBOURS 0), near-duplicates merged, at most 6; no budget but
-# the model's window (prompt.build). With a neighbour a side (260-token blocks, 700 in all: D86) the model
-# copied the neighbour more often (wrong answers shown on FM 7 of 44 against 5). bench/answers/answer_variants.py
-# `context-T-N[-J]` sets them for a run; a caller may pass its own to `build`.
-CONTEXT_TOKENS: Optional[int] = None  # the blocks' text, all together (None: no cap)
+# its own block (no neighbour joined, MAX_NEIGHBOURS 0), near-duplicates merged, at most 6. With a
+# neighbour a side (260-token blocks, 700 in all: D86) the model copied the neighbour more often (wrong
+# answers shown on FM 7 of 44 against 5). bench/answers/answer_variants.py `context-T-N[-J]` sets them for a run;
+# a caller may pass its own to `build`.
+# The blocks' text, all together, in estimated tokens (None: no cap: the 6 best). A cap of 600 made the
+# prompt 0.72x (CERT) and 0.79x (FM) a plain prompt's, and lost a correct answer whose passage ranked 5th
+# (FM lay-28: the live-cable rescue became "remove his jewelry", shown as answered): not the default
+# (decision D135); `bench/answers/answer_variants.py` `context-600-6` runs it.
+CONTEXT_TOKENS: Optional[int] = None
 MAX_BLOCKS = 6
 BLOCK_TOKENS = 0  # one block grows with neighbours (or an adjacent hit) up to this
 MAX_NEIGHBOURS = 0  # passages added on each side of a hit, at most
@@ -122,6 +126,8 @@ def build(hits: list[Hit], neighbours: Optional[Neighbours] = None,
     block_tokens = BLOCK_TOKENS if block_tokens is None else block_tokens
     max_neighbours = MAX_NEIGHBOURS if max_neighbours is None else max_neighbours
     memo: dict[int, tuple[Optional[Hit], Optional[Hit]]] = {}
+    if max_neighbours <= 0 and block_tokens <= 0:
+        neighbours = None  # nothing can be joined: no look-up of the passages around each hit
 
     def around(h: Hit) -> tuple[Optional[Hit], Optional[Hit]]:
         if neighbours is None or h.kind != "passage":

@@ -30,6 +30,8 @@ class Generated:
     timings: dict = field(default_factory=dict)  # first_token, generation (s), prompt_tokens, model stats
     cut: Optional[IncompleteReply] = None  # the reply stopped early: `text` is the part received
     warnings: list[HealthWarning] = field(default_factory=list)  # what the health monitor saw
+    model_called: Optional[float] = None  # perf_counter when the model was called (the prompt laid out)
+    first_text: Optional[float] = None  # perf_counter of the first validated text
 
 
 def generate(model, question: str, sources: list[Source], *, max_tokens: int,
@@ -41,19 +43,22 @@ def generate(model, question: str, sources: list[Source], *, max_tokens: int,
     """Prompt the model with `sources` under `instruction` and stream its validated reply.
     `on_progress(event, info)` receives the model's own progress (prompt processing, first token).
     `only`: the labels the answer may cite (the relevance judge's); every other label is removed."""
+    t = time.perf_counter()
     budget = model.context_size - max_tokens - ANSWER_TOKENS_RESERVE
     p = prompt.build(question, sources, model.count_tokens, budget, instruction=instruction, only=only)
+    timings: dict = {"prompt_build": time.perf_counter() - t}
     citable = [s for s in p.sources if only is None or s.label in only]
     stream = citations.StreamFilter({s.label for s in citable}, *prompt.reference_maps(citable))
     monitor = health.Monitor(p.sources, system_prompt=p.messages[0]["content"], question=question)
     pieces: list[str] = []
-    timings: dict = {}
+    marks: dict = {}
     t = time.perf_counter()
 
     def emit(safe: str) -> None:
         pieces.append(safe)
         if safe and "first_token" not in timings:
-            timings["first_token"] = time.perf_counter() - t
+            marks["first"] = time.perf_counter()
+            timings["first_token"] = marks["first"] - t
         if on_text and safe:
             on_text(safe)
 
@@ -89,4 +94,5 @@ def generate(model, question: str, sources: list[Source], *, max_tokens: int,
     if cut is not None:
         warnings = health.merge([HealthWarning("stream_cut", f"the reply stopped before the model finished: {cut}")],
                                 warnings)
-    return Generated(text, list(stream.citations), list(stream.removed), p, timings, cut, warnings)
+    return Generated(text, list(stream.citations), list(stream.removed), p, timings, cut, warnings,
+                     model_called=t, first_text=marks.get("first"))

@@ -15,6 +15,14 @@ from ragcli.system_prompt import (ANSWER_EXAMPLE, ANSWER_INSTRUCTION, ANSWER_PRE
                                   SUMMARY_PREFIX, SYSTEM_PROMPT)
 
 ANSWER_SOURCES = 6  # passages given for an answer (k retrieved; the rest are listed, not prompted)
+# True: a section's title given once for passages of it read one after the other. Off (decision D135):
+# with it on, the 1.5B's correct FM answer lay-18 ("prop up his feet higher than his heart, cover him")
+# became the step before it; with every passage under its own title the answer came back word for word.
+SECTION_ONCE = False
+# True: each passage under its label and section title alone, without the page, and the running headers
+# caught in its text left out. Off (decision D135): it made the prompt no shorter (0.99x the plain
+# prompt's on CERT, 1.01x on FM) and FM lay-05, correct with the page in the header, came out partial.
+SHORT_HEADERS = False
 # A yes/no question about what to do is asked as what the passages tell the reader to do: the passages
 # state instructions, not yes or no.
 YES_NO_INSTRUCTION = ("Say what the passages tell the reader to do about this, in 2 to 4 sentences, each "
@@ -90,11 +98,43 @@ def user_message(question: str, blocks: list[str], labels: str = "",
 
 
 def answer_header(source: Source) -> str:
-    """A short header for the answer prompt: the label, the innermost section, the page."""
+    """The label, the innermost section and the page: what answer prompts before D135 showed, and the
+    header a copied line is recognised by (answer/health.py's echo patterns)."""
     h = source.hit
     if h.kind == "figure":
         return f"[{source.label}] Figure {h.figure_number}, p. {h.page_label}"
-    return f"[{source.label}] {h.section_path[-1] if h.section_path else h.book_title}, p. {h.page_label}"
+    return f"[{source.label}] {section_title(source)}, p. {h.page_label}"
+
+
+def passage_header(source: Source, title: bool = True) -> str:
+    """The answer prompt's header: the label and the innermost section (`title` False: the label
+    alone, under the section of the passage before it). No book title and no page: the model cites
+    labels, and the reader finds the book and the page in the sources block (decision D135)."""
+    h = source.hit
+    if h.kind == "figure":
+        return f"[{source.label}] Figure {h.figure_number}"
+    if not title:
+        return f"[{source.label}]"
+    return f"[{source.label}] {section_title(source)}"
+
+
+def section_title(source: Source) -> str:
+    h = source.hit
+    return h.section_path[-1] if h.section_path else h.book_title
+
+
+def without_running_heads(hit: Hit, text: str) -> str:
+    """`text` without the titles of its own section path where the page repeats them in capitals (a
+    running header caught in the passage: "UNIT 4: DISASTER MEDICAL OPERATIONS — PART 2", "TREATING
+    COLD-RELATED INJURIES (CONTINUED)"); the model reads each once, in the passage's header."""
+    for title in dict.fromkeys(hit.section_path or []):
+        words = re.findall(r"\w+", title)
+        if len(words) < 2:  # a one-word title is as likely a word of the text
+            continue
+        pattern = re.compile(r"\b" + r"\W+".join(map(re.escape, words)) + r"\b(?:\s*\(CONTINUED\))?", re.I)
+        text = pattern.sub(lambda m: " " if m.group(0) == m.group(0).upper() else m.group(0), text)
+    text = re.sub(r"\(CONTINUED\)", " ", text)
+    return re.sub(r"[ \t]{2,}", " ", re.sub(r" *\n *", "\n", text)).strip()
 
 
 def answer_message(question: str, blocks: list[str], instruction: str = ANSWER_INSTRUCTION, lead: str = "") -> str:
@@ -131,11 +171,26 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
             return answer_message(question, list(reversed(blocks)), instruction, lead)
         return user_message(question, blocks, ", ".join(f"[{s.label}]" for s in kept), instruction)
 
-    def block(source: Source, text: str | None = None) -> str:
-        return source_block(source, text, header=answer_header if answering else None)
+    def block(source: Source, text: str | None = None, title: bool = True) -> str:
+        if not answering:
+            return source_block(source, text)
+        if not SHORT_HEADERS:
+            return source_block(source, text, header=answer_header)
+        return source_block(source, without_running_heads(source.hit, source.hit.text if text is None else text),
+                            header=lambda s: passage_header(s, title))
+
+    def blocks_of(sources: list[Source]) -> list[str]:
+        """In rank order; a section's title is given once for passages read one after the other
+        (best last: the title goes with the first of them the model reads)."""
+        if not answering:
+            return [block(s) for s in sources]
+        shown = list(reversed(sources))  # the order the model reads them
+        titled = [not SECTION_ONCE or i == 0 or shown[i - 1].hit.kind != "passage"
+                  or section_title(shown[i - 1]) != section_title(s) for i, s in enumerate(shown)]
+        return list(reversed([block(s, title=t) for s, t in zip(shown, titled)]))
 
     while True:
-        blocks = [block(s) for s in kept]
+        blocks = blocks_of(kept)
         total = system_tokens + count_tokens(user(blocks))
         if total <= budget or len(kept) <= 1 and not _joined(kept[0]):
             break

@@ -22,7 +22,10 @@ from ragcli.models.chat import Constraint, Grammar, JsonSchema, Messages, OneLin
 from ragcli.models.gguf import gguf_metadata, kv_bytes_per_token, trained_context
 
 DEFAULT_CTX = 4096  # the context when the header does not give the KV cache's size
-PROMPT_BATCH = 64  # prompt tokens evaluated between two progress reports
+# Prompt tokens evaluated between two progress reports: llama.cpp's own batch (n_batch 512). Each batch
+# reads all the weights once; in 64-token steps the 1.5B read a 658-token prompt 1.6x to 2.5x slower on
+# a loaded 2-core machine (decision D137), so the status line's progress cost the first word most of all.
+PROMPT_BATCH = 512
 # Memory left to the system and the rest of ragcli (embedding model, SQLite, Python) when the
 # context is sized; of what remains after the weights, at most KV_SHARE goes to the KV cache.
 MEMORY_RESERVE = 1 << 30
@@ -396,6 +399,7 @@ class LlamaCppModel:
         llama.cpp evaluated; the rest of the prompt came from the KV cache."""
         loaded, built = self._primed
         self._primed = (0, 0)
+        seconds, self._prime_seconds = getattr(self, "_prime_seconds", 0.0), 0.0
         evaluated = (self._evals[0] if self._evals else 0) + built
         self.stats = {
             "prompt_tokens": prompt_tokens,
@@ -404,6 +408,8 @@ class LlamaCppModel:
             "prompt_from_disk": loaded,
             "generated_tokens": generated,
         }
+        if loaded or built:  # seconds to load (or evaluate and save) the system prefix's state
+            self.stats["prefix_seconds"] = round(seconds, 4)
 
     # ------------------------------------------------------------------ the system prefix's saved state
 
@@ -427,6 +433,14 @@ class LlamaCppModel:
         its saved state, or evaluate it and save the state. Any failure leaves the normal path
         (llama.cpp evaluates the whole prompt); the cache is never an error for the user."""
         self._primed = (0, 0)
+        self._prime_seconds = 0.0
+        started = time.perf_counter()
+        try:
+            self._load_prefix(messages, prompt)
+        finally:
+            self._prime_seconds = time.perf_counter() - started
+
+    def _load_prefix(self, messages: Messages, prompt: list[int]) -> None:
         llm = self._llm
         if (self._prefix_dir is None or not messages or messages[0].get("role") != "system"
                 or llm._is_recurrent or llm._is_hybrid):

@@ -36,6 +36,7 @@ PHASES = {
     "rewrite": "rewriting the question",
     "standalone": "reading the follow-up with the conversation",
     "search": "searching",
+    "checks": "checking the question against the books",
     "prompt": "reading the prompt",
     "judge": "judging which passages answer the question",
     "write": "writing",

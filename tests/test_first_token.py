@@ -1,0 +1,139 @@
+"""Issue 49: the answer prompt carries what the model needs (label, section once, passage text; no page,
+no book title, no running header), the context is capped, and every step before the model is timed."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ragcli import ask
+from ragcli.answer import context, prompt
+from ragcli.models.fake import FakeChatModel
+from ragcli.types import Hit
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
+
+
+def _hit(i: int, section: str, text: str, book: str = "b") -> Hit:
+    return Hit(passage_id=100 + i, kind="passage", book_id=book, book_title="Community Emergency Response Team",
+               section_path=["UNIT 4: Disaster Medical Operations - Part 2", section], page_start=i + 1,
+               page_end=i + 1, page_label=f"4-{i + 1}", text=text, text_hash=f"h{i}")
+
+
+def _user(hits: list[Hit], question: str = "How do I warm a frostbitten hand?") -> str:
+    laid = prompt.build(question, prompt.label_sources(hits), lambda t: len(t.split()), 10_000)
+    return laid.messages[-1]["content"]
+
+
+def test_the_answer_prompt_has_labels_and_text_but_no_page_or_book_title(monkeypatch):
+    monkeypatch.setattr(prompt, "SHORT_HEADERS", True)
+    hits = [_hit(0, "FROSTBITE", "Warm the frostbitten part slowly in water of 100 to 105 degrees."),
+            _hit(1, "HYPOTHERMIA", "Hypothermia sets in when the body temperature drops below normal.")]
+    user = _user(hits)
+    assert "[S1] FROSTBITE\nWarm the frostbitten part" in user and "[S2] HYPOTHERMIA\n" in user
+    assert "p. 4-" not in user and "4-1" not in user and "Community Emergency" not in user
+    assert user.index("[S2]") < user.index("[S1]")  # best last, by the question
+
+
+def test_every_passage_has_its_section_title_unless_told_to_give_it_once(monkeypatch):
+    monkeypatch.setattr(prompt, "SHORT_HEADERS", True)
+    hits = [_hit(0, "FROSTBITE", "Do not rub the frostbitten area."),
+            _hit(1, "FROSTBITE", "Frostbite is the freezing of the skin."),
+            _hit(2, "HYPOTHERMIA", "Remove wet clothing.")]
+    user = _user(hits)
+    assert "[S3] HYPOTHERMIA\n" in user and "[S2] FROSTBITE\n" in user and "[S1] FROSTBITE\nDo not rub" in user
+    monkeypatch.setattr(prompt, "SECTION_ONCE", True)
+    user = _user(hits)
+    # read in the order S3, S2, S1: S2 brings the title, S1 under the same title has its label alone
+    assert "[S3] HYPOTHERMIA\n" in user and "[S2] FROSTBITE\n" in user and "[S1]\nDo not rub" in user
+    assert user.count("FROSTBITE") == 1
+
+
+def test_a_running_header_caught_in_a_passage_is_left_out_of_the_prompt_not_the_passage(monkeypatch):
+    monkeypatch.setattr(prompt, "SHORT_HEADERS", True)
+    text = ("UNIT 4: DISASTER MEDICAL OPERATIONS — PART 2 FROSTBITE (CONTINUED) Warm the area slowly. "
+            "Frostbite signs include numbness. Unit 4: Disaster medical operations - part 2 covers cold.")
+    hit = _hit(0, "FROSTBITE", text)
+    hit.section_path = ["UNIT 4: Disaster Medical Operations - Part 2", "Treating Cold-Related Injuries", "FROSTBITE"]
+    user = _user([hit])
+    assert "DISASTER MEDICAL OPERATIONS" not in user and "CONTINUED" not in user
+    assert "[S1] FROSTBITE\nFROSTBITE Warm the area slowly." in user  # a one-word title stays: it may be text
+    assert "Warm the area slowly. Frostbite signs include numbness." in user
+    assert "Unit 4: Disaster medical operations - part 2 covers cold." in user  # prose keeps its words
+    assert hit.text == text  # the passage itself (what claims are checked against) is unchanged
+
+
+def test_a_context_cap_keeps_the_best_passages_first():
+    words = [" ".join(f"w{i}x{j}" for j in range(150)) for i in range(6)]  # about 203 estimated tokens each
+    hits = [_hit(i, f"S{i}", t) for i, t in enumerate(words)]
+    assert len(context.build(hits)[0]) == 6  # no cap by default: the 6 best
+    blocks, rest = context.build(hits, budget=600)
+    assert sum(context.estimate_tokens(b.hit.text) for b in blocks) <= 600
+    assert [b.hit.passage_id for b in blocks] == [100, 101]  # the third would pass the cap
+    assert [s.label for s in blocks + rest] == [f"S{i}" for i in range(1, 7)]  # the rest listed, in rank order
+    one = context.build([_hit(0, "S", " ".join(["long"] * 900))], budget=600)[0]
+    assert len(one) == 1  # the best passage is given even when it alone passes the cap
+
+
+def test_no_neighbour_is_looked_up_when_none_can_be_joined():
+    calls = []
+
+    def neighbours(hit):
+        calls.append(hit.passage_id)
+        return None, None
+
+    context.build([_hit(0, "A", "one two three"), _hit(1, "A", "four five six")], neighbours)
+    assert calls == []
+    context.build([_hit(0, "A", "one two three")], neighbours, max_neighbours=1, block_tokens=300)
+    assert calls == [100]
+
+
+@pytest.fixture(scope="module")
+def ask_db(tmp_path_factory):
+    from ragcli.ingest import pipeline as ingest
+    from ragcli.models import embed
+    from ragcli.store import db
+
+    path = tmp_path_factory.mktemp("first") / "corpus.db"
+    conn = db.connect(path)
+    ingest.ingest_file(conn, SAMPLE, embed.get_embedder())
+    conn.close()
+    return path
+
+
+def test_every_step_before_the_model_is_timed_and_the_prompt_is_laid_out_once(ask_db, tmp_path):
+    from ragcli.models import embed
+    from ragcli.render.data import answer_data
+    from ragcli.store import db
+
+    copy = tmp_path / "c.db"
+    shutil.copy(ask_db, copy)
+    conn = db.connect(copy)
+    model = FakeChatModel(lambda messages: "A craniotomy removes a bone flap [S1].")
+    counted = []
+    count = model.count_tokens
+    model.count_tokens = lambda text: counted.append(1) or count(text)
+    phases = []
+    answer = ask.ask(conn, embed.get_embedder(), "what is a craniotomy?", model, ask.AskOptions(),
+                     on_phase=lambda name, **info: phases.append((name, len(model.calls))))
+    t = answer.timings
+    for key in ("expansion", "retrieval", "context", "checks", "prompt_build", "before_model", "first_token",
+                "to_first_token", "generation"):
+        assert isinstance(t[key], float) and t[key] >= 0, key
+    assert t["before_model"] >= t["retrieval"] + t["context"] + t["checks"] + t["prompt_build"]
+    assert t["to_first_token"] >= t["before_model"] + t["first_token"] - 1e-6
+    assert ("checks", 0) in phases and ("prompt", 0) in phases  # said before the model is called
+    laid_out = len(counted)
+    ask.ask(conn, embed.get_embedder(), "what is a craniotomy?", model, ask.AskOptions(judge=True))
+    assert len(counted) > 2 * laid_out  # --judge lays the prompt out for the judge too: without it, once
+    data = answer_data(answer)
+    assert data["timings"]["before_model"] == round(t["before_model"], 4)
+    conn.close()
+
+
+def test_by_default_each_passage_keeps_its_section_and_page_as_before():
+    hits = [_hit(0, "FROSTBITE", "Warm the frostbitten part slowly in water of 100 to 105 degrees.")]
+    user = _user(hits)
+    assert "[S1] FROSTBITE, p. " in user
