@@ -27,7 +27,7 @@ from ragcli.ingest import paths, pipeline
 from ragcli.render.data import (books_data, conversation_data, conversation_row, hits_data, ingest_data, passage_data,
                                 summary_data, summary_list_data, topics_data, turn_data)
 from ragcli.search.pipeline import SearchOptions, check_scope, search
-from ragcli.store import corpus, db, files
+from ragcli.store import backend, corpus, files
 
 EMPTY_QUESTION = "the question is empty: ask in a few words, e.g. `ragcli ask \"how to stop bleeding\"`"
 EMPTY_QUERY = "the query is empty: give a few words, e.g. `ragcli search tourniquet`"
@@ -82,7 +82,7 @@ class Library:
 
     def __init__(self, db_path: Path, embedder, models: Sequence = (), max_tokens: int = 512, grammar=None,
                  ingest_root: Optional[Path] = None):
-        self.db_path = Path(db_path)
+        self.db_path = db_path if backend.is_address(db_path) else Path(db_path)
         self.embedder = embedder
         self.models = ModelPool(list(models))
         self.max_tokens = max_tokens
@@ -102,7 +102,7 @@ class Library:
         """This thread's connection (SQLite connections are not shared between threads here)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = db.connect(self.db_path, create=False)
+            conn = self._local.conn = backend.connect(self.db_path, create=False)
         return conn
 
     # -- read-only ------------------------------------------------------------------------------

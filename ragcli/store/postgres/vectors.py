@@ -1,0 +1,85 @@
+"""The vector tables of a PostgreSQL library: pgvector `vector(dim)` rows keyed by passage and term id.
+
+`passage_vec` has an HNSW cosine index (built as rows arrive); `term_vec` is scanned exactly. Both
+reference their rows (ON DELETE CASCADE), so a deleted book takes its vectors with it."""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from ragcli.store.sql import select_in
+
+VECTOR_LOCK = "ragcli:vector-tables"
+HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64  # pgvector's defaults
+
+
+def has_vectors(conn) -> bool:
+    return conn.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = 'passage_vec'",
+                        (conn.schema,)).fetchone() is not None
+
+
+def create_tables(conn, dim: int) -> None:
+    if has_vectors(conn):
+        return
+    with conn.transaction(lock=VECTOR_LOCK):  # two first ingests at once create the tables once
+        if has_vectors(conn):
+            return
+        conn.execute(f"CREATE TABLE passage_vec (id BIGINT PRIMARY KEY REFERENCES passages(id) ON DELETE CASCADE, "
+                     f"book_id TEXT NOT NULL, embedding vector({int(dim)}) NOT NULL)")
+        conn.execute("CREATE INDEX passage_vec_book ON passage_vec(book_id)")
+        conn.execute(f"CREATE INDEX passage_vec_hnsw ON passage_vec USING hnsw (embedding vector_cosine_ops) "
+                     f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})")
+        conn.execute(f"CREATE TABLE term_vec (id BIGINT PRIMARY KEY REFERENCES terms(id) ON DELETE CASCADE, "
+                     f"book_id TEXT NOT NULL, embedding vector({int(dim)}) NOT NULL)")
+        conn.execute("CREATE INDEX term_vec_book ON term_vec(book_id)")
+
+
+def add_vectors(conn, table: str, book_id: str, rowids: Sequence[int], matrix) -> None:
+    import numpy as np
+
+    if table not in ("passage_vec", "term_vec"):
+        raise ValueError(f"no vector table {table!r}")
+    matrix = np.asarray(matrix, dtype=np.float32)
+    with conn.raw.cursor().copy(f"COPY {table} (id, book_id, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["int8", "text", "vector"])
+        for rid, vec in zip(rowids, matrix):
+            copy.write_row((int(rid), book_id, vec))
+
+
+def add_term_vectors(conn, rows: Iterable[tuple[int, str, object]]) -> None:
+    import numpy as np
+
+    by_book: dict[str, tuple[list, list]] = {}
+    for tid, book_id, vec in rows:
+        ids, vecs = by_book.setdefault(book_id, ([], []))
+        ids.append(tid)
+        vecs.append(np.asarray(vec, dtype=np.float32).ravel())
+    for book_id, (ids, vecs) in by_book.items():
+        add_vectors(conn, "term_vec", book_id, ids, np.stack(vecs))
+
+
+def stored_vectors(conn, table: str, ids: Sequence[int]) -> dict:
+    import numpy as np
+
+    if table not in ("passage_vec", "term_vec"):
+        raise ValueError(f"no vector table {table!r}")
+    rows = select_in(conn, f"SELECT id, embedding FROM {table} WHERE id IN {{in}}", ids)
+    return {rid: np.asarray(vec, dtype=np.float32) for rid, vec in rows}
+
+
+def vectors_by_embed_hash(conn, hashes: Iterable[str]) -> dict[str, bytes]:
+    import numpy as np
+
+    rows = select_in(conn, "SELECT p.embed_hash, v.embedding FROM passages p JOIN passage_vec v ON v.id = p.id "
+                           "WHERE p.embed_hash IN {in}", set(hashes))
+    return {h: np.asarray(vec, dtype=np.float32).tobytes() for h, vec in rows}
+
+
+def drop_all(conn) -> None:
+    conn.execute("DROP TABLE IF EXISTS passage_vec")
+    conn.execute("DROP TABLE IF EXISTS term_vec")
+
+
+def delete_book(conn, book_id: str) -> None:
+    if has_vectors(conn):  # the foreign keys cascade too; explicit, as SQLite's vec0 tables need it
+        conn.execute("DELETE FROM passage_vec WHERE book_id = ?", (book_id,))
+        conn.execute("DELETE FROM term_vec WHERE book_id = ?", (book_id,))
