@@ -155,11 +155,9 @@ class PgConnection:
                 yield self
         except CorpusError:
             raise
-        except Exception as exc:
+        except _psycopg().Error as exc:  # a write the database refused: one line, as SQLite's transaction says it
             err = translate(exc, self.address)
-            if err is exc:
-                raise
-            raise err from exc
+            raise (err if err is not exc else CorpusError(f"{self.address}: {_first_line(exc)}")) from exc
 
 
 def translate(exc: Exception, address: str) -> Exception:

@@ -12,6 +12,13 @@ VECTOR_LOCK = "ragcli:vector-tables"
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64  # pgvector's defaults
 
 
+def _array(vec):
+    """A stored vector as float32 numpy (pgvector's Python side gives a Vector or an ndarray)."""
+    import numpy as np
+
+    return np.asarray(vec.to_numpy() if hasattr(vec, "to_numpy") else vec, dtype=np.float32)
+
+
 def has_vectors(conn) -> bool:
     return conn.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = 'passage_vec'",
                         (conn.schema,)).fetchone() is not None
@@ -58,20 +65,16 @@ def add_term_vectors(conn, rows: Iterable[tuple[int, str, object]]) -> None:
 
 
 def stored_vectors(conn, table: str, ids: Sequence[int]) -> dict:
-    import numpy as np
-
     if table not in ("passage_vec", "term_vec"):
         raise ValueError(f"no vector table {table!r}")
     rows = select_in(conn, f"SELECT id, embedding FROM {table} WHERE id IN {{in}}", ids)
-    return {rid: np.asarray(vec, dtype=np.float32) for rid, vec in rows}
+    return {rid: _array(vec) for rid, vec in rows}
 
 
 def vectors_by_embed_hash(conn, hashes: Iterable[str]) -> dict[str, bytes]:
-    import numpy as np
-
     rows = select_in(conn, "SELECT p.embed_hash, v.embedding FROM passages p JOIN passage_vec v ON v.id = p.id "
                            "WHERE p.embed_hash IN {in}", set(hashes))
-    return {h: np.asarray(vec, dtype=np.float32).tobytes() for h, vec in rows}
+    return {h: _array(vec).tobytes() for h, vec in rows}
 
 
 def drop_all(conn) -> None:
