@@ -276,3 +276,91 @@ def test_cli_end_to_end_on_postgresql(pg_library, run_module, tiny_gguf, tmp_pat
     assert second["conversation_id"] == first["conversation_id"] and second["turn"] == 2
     shown = json.loads(run("conversations", "show", str(first["conversation_id"]), "--json").stdout)
     assert [t["turn"] for t in shown["turns"]] == [1, 2]
+
+
+def test_concurrent_writers_keep_every_book_whole_and_numbers_gapless(pg_library, embedder, tmp_path, monkeypatch):
+    """4 ingest processes (one file twice: stored once) and 4 `summary new` of one topic, all at once."""
+    from ragcli.ingest import pipeline as ingest
+
+    c = backend.connect(pg_library)
+    ingest.ingest_file(c, SAMPLE_BOOK, embedder, book_id="primer")  # something for the summaries to read
+    monkeypatch.setenv("RAGCLI_DB", pg_library)
+    env = dict(os.environ)
+    cmd = [sys.executable, "-m", "ragcli"]
+    files = [BOOKS["faa"], BOOKS["malawi"], BOOKS["heart"], BOOKS["heart"]]
+    procs = [subprocess.Popen(cmd + ["ingest", str(f), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=ROOT, env=env) for f in files]
+    procs += [subprocess.Popen(cmd + ["summary", "new", "aneurysm treatment", "--json", "--no-expand"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+              for _ in range(4)]
+    outs = [p.communicate(timeout=900) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, [err for _, err in outs]
+    statuses = sorted(_first(json.loads(out))["status"] for out, _ in outs[:4])
+    assert statuses == ["added", "added", "added", "unchanged"]
+    assert sorted(json.loads(out)["number"] for out, _ in outs[4:]) == [1, 2, 3, 4]
+    books = {b.id: b for b in store.list_books(c)}
+    assert len(books) == 4
+    for b in books.values():  # whole: every passage and figure caption has its vector
+        n_rows = c.execute("SELECT count(*) FROM passages WHERE book_id = ?", (b.id,)).fetchone()[0]
+        n_vecs = c.execute("SELECT count(*) FROM passage_vec WHERE book_id = ?", (b.id,)).fetchone()[0]
+        assert n_rows == n_vecs == b.passages + b.figures and b.passages > 0
+    assert summary_store.numbers(c, "aneurysm treatment") == [1, 2, 3, 4]
+    c.close()
+
+
+def _first(data):
+    """The one file's result of `ingest --json` (a list of results, or an object holding them)."""
+    if isinstance(data, list):
+        return data[0]
+    return data["results"][0] if "results" in data else data
+
+
+def test_kill_9_during_the_write_of_a_book_leaves_nothing(pg_library, embedder, tmp_path, monkeypatch):
+    """The ingester is stopped inside its write transaction: its last statement (the file's row) waits
+    on a row this test holds, after the book, its passages and its vectors were written. kill -9 there."""
+    import shutil
+
+    import psycopg
+
+    from ragcli.ingest import pipeline as ingest
+    from ragcli.store.postgres.connection import split_address
+
+    book = tmp_path / "book.pdf"
+    shutil.copyfile(SAMPLE_BOOK, book)
+    backend.connect(pg_library).close()  # the library exists
+    libpq, schema = split_address(pg_library)
+    holder = psycopg.connect(libpq)  # not autocommit: its transaction stays open
+    holder.execute(f'SET search_path TO "{schema}", public')
+    holder.execute("INSERT INTO books(id, title, path, file_hash, page_count, ingested_at) "
+                   "VALUES ('holder', 't', 'p', 'h', 1, 'now')")
+    holder.execute("INSERT INTO files(path, book_id, size, mtime_ns, file_hash) VALUES (%s, 'holder', 0, 0, 'h')",
+                   (str(book.resolve()),))
+    monkeypatch.setenv("RAGCLI_DB", pg_library)
+    proc = subprocess.Popen([sys.executable, "-m", "ragcli", "ingest", str(book)], cwd=ROOT, env=dict(os.environ),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watcher = psycopg.connect(libpq, autocommit=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            waiting = watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ragcli' "
+                                      "AND wait_event_type = 'Lock' AND query ILIKE 'INSERT INTO files%%'").fetchone()[0]
+            if waiting:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the ingester ended before it reached its last write"
+        assert waiting, "the ingester never reached its last write"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        holder.rollback()
+        holder.close()
+    for _ in range(100):  # the server ends the killed client's transaction when it sees the socket close
+        if not watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ragcli'").fetchone()[0]:
+            break
+        time.sleep(0.1)
+    watcher.close()
+    c = backend.connect(pg_library)
+    assert store.list_books(c) == [] and store.counts(c)["passages"] == 0 and store.counts(c)["figures"] == 0
+    assert not vector_index.has_vectors(c)  # even the vector tables, created in that transaction, are gone
+    assert ingest.ingest_file(c, book, embedder).status == "added"  # and the next ingest runs whole
+    c.close()
