@@ -276,6 +276,16 @@ def test_cli_end_to_end_on_postgresql(pg_library, run_module, tiny_gguf, tmp_pat
     assert second["conversation_id"] == first["conversation_id"] and second["turn"] == 2
     shown = json.loads(run("conversations", "show", str(first["conversation_id"]), "--json").stdout)
     assert [t["turn"] for t in shown["turns"]] == [1, 2]
+    back = tmp_path / "back.db"  # and the whole library back into a file
+    copied = json.loads(run("copy", pg_library, back, "--json").stdout)
+    assert copied["counts"]["summaries"] == 2 and copied["counts"]["conversation_turns"] == 2
+    assert _password(pg_library) not in json.dumps(copied)
+    for question in ("how is an aneurysm clipped", "what is vasospasm", "nimodipine"):
+        on_pg = run("search", question, "--json", "-k", "8", "--mode", "dense").stdout
+        on_file = run("search", question, "--json", "-k", "8", "--mode", "dense", "--db", back).stdout
+        assert json.loads(on_pg) == json.loads(on_file)
+    monkeypatch.setenv("RAGCLI_DB", str(back))
+    assert json.loads(run("summary", "show", "Aneurysms", "--json").stdout)
 
 
 def test_concurrent_writers_keep_every_book_whole_and_numbers_gapless(pg_library, embedder, tmp_path, monkeypatch):
@@ -364,3 +374,20 @@ def test_kill_9_during_the_write_of_a_book_leaves_nothing(pg_library, embedder, 
     assert not vector_index.has_vectors(c)  # even the vector tables, created in that transaction, are gone
     assert ingest.ingest_file(c, book, embedder).status == "added"  # and the next ingest runs whole
     c.close()
+
+
+def test_the_address_comes_from_the_flag_the_environment_or_the_config_file(tmp_path, monkeypatch):
+    from ragcli import config
+    from ragcli.store.address import redact
+
+    monkeypatch.delenv("RAGCLI_DB")
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('db = "postgresql://team@db.example:5433/library?schema=lab"\n')
+    monkeypatch.setenv("RAGCLI_CONFIG", str(cfg))
+    assert config.db_path() == "postgresql://team@db.example:5433/library?schema=lab"
+    monkeypatch.setenv("RAGCLI_DB", "postgres://me:pw@h/x")
+    assert config.db_path() == "postgres://me:pw@h/x"
+    assert config.db_path(str(tmp_path / "a.db")) == tmp_path / "a.db"
+    assert redact("postgresql://me:pa:ss@h:5/x?sslmode=require&password=zz") == \
+        "postgresql://me@h:5/x?sslmode=require&password=***"
+    assert redact("postgresql://h/x") == "postgresql://h/x" and redact("/a/b.db") == "/a/b.db"
