@@ -391,3 +391,24 @@ def test_the_address_comes_from_the_flag_the_environment_or_the_config_file(tmp_
     assert redact("postgresql://me:pa:ss@h:5/x?sslmode=require&password=zz") == \
         "postgresql://me@h:5/x?sslmode=require&password=***"
     assert redact("postgresql://h/x") == "postgresql://h/x" and redact("/a/b.db") == "/a/b.db"
+
+
+def test_serve_shares_a_pool_of_connections(pg_library, embedder):
+    """`serve` on a PostgreSQL library: one pooled connection for every thread, at most POOL_SIZE
+    server connections, the same hits from each thread as from one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragcli.ingest import pipeline as ingest
+    from ragcli.serve.library import POOL_SIZE, Library
+
+    c = backend.connect(pg_library)
+    ingest.ingest_file(c, SAMPLE_BOOK, embedder, book_id="primer")
+    c.close()
+    lib = Library(pg_library, embedder)
+    assert lib.conn() is lib.conn() and lib.conn()._pool is not None
+    one = lib.search("how is an aneurysm clipped", k=5)
+    with ThreadPoolExecutor(12) as pool:
+        many = list(pool.map(lambda _: lib.search("how is an aneurysm clipped", k=5), range(24)))
+    assert all(m == one for m in many) and len(one) == 5
+    assert lib.conn()._pool.get_stats()["pool_size"] <= POOL_SIZE
+    lib.conn().close()

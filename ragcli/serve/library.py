@@ -76,6 +76,9 @@ class ModelPool:
             self._free.put(model)
 
 
+POOL_SIZE = 8  # server connections a served PostgreSQL library holds at most (psycopg_pool)
+
+
 class Library:
     """The served corpus. `models`: chat-model instances (none: extractive answers);
     `ingest_root`: the folder MCP's `ingest` may read (None: read-only)."""
@@ -92,6 +95,9 @@ class Library:
         self._write = threading.Lock()  # one ingest at a time (each is its own transaction anyway)
         self._pages: OrderedDict = OrderedDict()  # page_image's cache, least recently used first
         self._cache_lock = threading.Lock()
+        # a PostgreSQL library: one connection for every thread, over a pool of server connections
+        self._shared = (backend.connect(self.db_path, create=False, pool_size=POOL_SIZE)
+                        if backend.is_address(self.db_path) else None)
         self.conn()  # a missing or foreign corpus fails now, at start
 
     @property
@@ -99,7 +105,10 @@ class Library:
         return getattr(self.models.first, "name", None)
 
     def conn(self):
-        """This thread's connection (SQLite connections are not shared between threads here)."""
+        """This thread's connection (SQLite connections are not shared between threads here; a
+        PostgreSQL library's pooled one is)."""
+        if self._shared is not None:
+            return self._shared
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = backend.connect(self.db_path, create=False)

@@ -34,12 +34,14 @@ def is_postgres(conn) -> bool:
     return dialect(conn) == "postgres"
 
 
-def connect(target: Union[str, Path], create: bool = True):
-    """Open the library at `target`: a PostgreSQL address or a SQLite file path."""
+def connect(target: Union[str, Path], create: bool = True, pool_size: int = 0):
+    """Open the library at `target`: a PostgreSQL address or a SQLite file path. `pool_size` (a
+    PostgreSQL library served to many threads): one connection object shared by every thread, over a
+    pool of at most that many server connections (psycopg_pool); SQLite ignores it."""
     if is_address(target):
         from ragcli.store.postgres import connection
 
-        return connection.connect(str(target), create=create)
+        return connection.connect(str(target), create=create, pool_size=pool_size)
     from ragcli.store import db
 
     return db.connect(Path(target), create=create)

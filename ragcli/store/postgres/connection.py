@@ -15,6 +15,7 @@ the address without its password.
 from __future__ import annotations
 
 import re
+import threading
 from contextlib import contextmanager
 from typing import Iterator, Optional
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -74,38 +75,65 @@ def _qmarks(sql: str) -> str:
 
 
 class PgCursor:
-    """The rows of one statement, with SQLite's lastrowid for an INSERT into a table with an id."""
+    """The rows of one statement (read at once: the connection may go back to a pool), with SQLite's
+    lastrowid for an INSERT into a table with an id."""
 
-    def __init__(self, cur, lastrowid: Optional[int] = None):
-        self._cur = cur
-        self.lastrowid = lastrowid
-
-    @property
-    def rowcount(self) -> int:
-        return self._cur.rowcount
+    def __init__(self, cur, returning: bool = False):
+        rows = cur.fetchall() if cur.description else []
+        self.lastrowid: Optional[int] = rows[0][0] if returning and rows else None
+        self._rows = [] if returning else rows
+        self._at = 0
+        self.rowcount = cur.rowcount
 
     def fetchone(self):
-        return self._cur.fetchone()
-
-    def fetchall(self):
-        return self._cur.fetchall()
+        if self._at >= len(self._rows):
+            return None
+        self._at += 1
+        return self._rows[self._at - 1]
 
     def fetchmany(self, size: int = 1000):
-        return self._cur.fetchmany(size)
+        part = self._rows[self._at:self._at + size]
+        self._at += len(part)
+        return part
+
+    def fetchall(self):
+        rest = self._rows[self._at:]
+        self._at = len(self._rows)
+        return rest
 
     def __iter__(self):
-        return iter(self._cur.fetchall() if self._cur.description else [])
+        return iter(self.fetchall())
 
 
 class PgConnection:
+    """One library connection. Without a pool: one server connection. With a pool (`serve`): shared by
+    every thread; each statement borrows a server connection for itself, and a transaction keeps one
+    for the thread until it ends."""
+
     dialect = "postgres"
 
-    def __init__(self, raw, address: str, schema: str):
-        self.raw = raw
+    def __init__(self, raw, address: str, schema: str, pool=None):
+        self._raw = raw
+        self._pool = pool
+        self._local = threading.local()
         self.address = redact(address)
         self.schema = schema
-        self.server_version = raw.info.server_version
+        self.server_version = raw.info.server_version if raw is not None else 0
         self.pgvector_version = ""
+
+    @property
+    def raw(self):
+        """The server connection of this thread's open transaction, else the connection (no pool)."""
+        return getattr(self._local, "tx", None) or self._raw
+
+    @contextmanager
+    def _borrowed(self):
+        tx = getattr(self._local, "tx", None)
+        if tx is not None or self._pool is None:
+            yield tx or self._raw
+            return
+        with self._pool.connection() as raw:
+            yield raw
 
     # -- statements ------------------------------------------------------------------------------
     def execute(self, sql: str, params=()):
@@ -115,41 +143,67 @@ class PgConnection:
         returning = bool(match and match.group(1).lower() in ID_TABLES and "returning" not in sql.lower())
         if returning:
             text += " RETURNING id"
-        cur = self.raw.cursor()
-        try:
-            cur.execute(text, params)
-        except Exception as exc:
-            raise translate(exc, self.address) from exc
-        if returning:
-            return PgCursor(cur, cur.fetchone()[0])
-        return PgCursor(cur)
+        with self._borrowed() as raw:
+            cur = raw.cursor()
+            try:
+                cur.execute(text, params)
+                return PgCursor(cur, returning)
+            except Exception as exc:
+                raise translate(exc, self.address) from exc
 
     def executemany(self, sql: str, rows) -> None:
         rows = [list(r) for r in rows]
         if not rows:
             return
-        cur = self.raw.cursor()
-        try:
-            cur.executemany(_qmarks(sql), rows)
-        except Exception as exc:
-            raise translate(exc, self.address) from exc
+        with self._borrowed() as raw:
+            try:
+                raw.cursor().executemany(_qmarks(sql), rows)
+            except Exception as exc:
+                raise translate(exc, self.address) from exc
+
+    def copy_rows(self, table: str, columns: str, types: list[str], rows) -> None:
+        """Binary COPY of rows (the vectors: numpy arrays, as pgvector's adapter writes them)."""
+        with self._borrowed() as raw:
+            try:
+                with raw.cursor().copy(f"COPY {table} ({columns}) FROM STDIN WITH (FORMAT BINARY)") as copy:
+                    copy.set_types(types)
+                    for row in rows:
+                        copy.write_row(row)
+            except Exception as exc:
+                raise translate(exc, self.address) from exc
 
     def close(self) -> None:
-        self.raw.close()
+        if self._pool is not None:
+            self._pool.close()
+        if self._raw is not None:
+            self._raw.close()
 
     def commit(self) -> None:  # autocommit: statements outside `transaction` are committed already
         pass
 
     @property
     def in_transaction(self) -> bool:
-        return self.raw.info.transaction_status != 0  # psycopg.pq.TransactionStatus.IDLE
+        return getattr(self._local, "tx", None) is not None or (
+            self._raw is not None and self._raw.info.transaction_status != 0)  # 0: IDLE
+
+    @contextmanager
+    def _transaction_conn(self):
+        if self._pool is None or getattr(self._local, "tx", None) is not None:
+            yield self.raw
+            return
+        with self._pool.connection() as raw:
+            self._local.tx = raw
+            try:
+                yield raw
+            finally:
+                self._local.tx = None
 
     @contextmanager
     def transaction(self, lock: Optional[str] = None) -> Iterator["PgConnection"]:
         """BEGIN ... COMMIT (a savepoint when nested); ROLLBACK on any exception. `lock`: an advisory
         lock taken first and held to the end (writers of the same lock name go one at a time)."""
         try:
-            with self.raw.transaction():
+            with self._transaction_conn() as raw, raw.transaction():
                 if lock:
                     self.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (lock,))
                 yield self
@@ -206,14 +260,15 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
 
 
-def connect(address: str, create: bool = True) -> PgConnection:
-    """Open (and create or upgrade) the library in `address`'s schema. Raises CorpusError."""
+def connect(address: str, create: bool = True, pool_size: int = 0) -> PgConnection:
+    """Open (and create or upgrade) the library in `address`'s schema. Raises CorpusError.
+    `pool_size`: a connection shared by threads over a pool of at most that many server connections."""
     psycopg = _psycopg()
     shown = redact(address)
     libpq_address, schema = split_address(address)
+    kwargs = dict(autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="ragcli")
     try:
-        raw = psycopg.connect(libpq_address, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                              application_name="ragcli")
+        raw = psycopg.connect(libpq_address, **kwargs)
     except psycopg.Error as exc:
         raise _connect_error(exc, shown) from None  # the cause may quote the address: not chained
     conn = PgConnection(raw, address, schema)
@@ -222,16 +277,37 @@ def connect(address: str, create: bool = True) -> PgConnection:
         from ragcli.store.postgres import schema as pg_schema
 
         pg_schema.migrate(conn, create)
-        conn.execute(f'SET search_path TO "{schema}", public')
-        _register_vector(conn)
-        # HNSW reads 100 candidates (recall@10 >= 0.95 on structured vectors, bench/team_library_scale.py),
-        # and a filtered scan goes on through the graph until it has enough rows (pgvector >= 0.8)
-        conn.execute("SET hnsw.ef_search = 100")
-        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        _configure(raw, schema)
     except BaseException:
         raw.close()
         raise
-    return conn
+    if not pool_size:
+        return conn
+    raw.close()
+    try:
+        from psycopg_pool import ConnectionPool
+    except ImportError as exc:
+        raise CorpusError("serving a PostgreSQL library needs psycopg_pool: pip install psycopg_pool") from exc
+    pool = ConnectionPool(libpq_address, min_size=1, max_size=pool_size, kwargs=kwargs, open=True,
+                          configure=lambda c: _configure(c, schema), timeout=30)
+    shared = PgConnection(None, address, schema, pool=pool)
+    shared.server_version, shared.pgvector_version = conn.server_version, conn.pgvector_version
+    return shared
+
+
+def _configure(raw, schema: str) -> None:
+    """Every server connection: the library's schema first, numpy vectors in binary, and the search
+    settings: HNSW reads 100 candidates (recall@10 >= 0.95 on structured vectors,
+    bench/team_library_scale.py) and a filtered scan goes on through the graph until it has enough
+    rows (pgvector >= 0.8)."""
+    raw.execute(f'SET search_path TO "{schema}", public')
+    try:
+        from pgvector.psycopg import register_vector
+    except ImportError as exc:
+        raise CorpusError("a PostgreSQL library needs pgvector's Python package: pip install pgvector") from exc
+    register_vector(raw)
+    raw.execute("SET hnsw.ef_search = 100")
+    raw.execute("SET hnsw.iterative_scan = relaxed_order")
 
 
 def _check_server(conn: PgConnection) -> None:
@@ -248,12 +324,3 @@ def _check_server(conn: PgConnection) -> None:
         raise CorpusError(f"{conn.address}: pgvector {have} is too old for filtered index scans; "
                           f"ragcli needs {'.'.join(map(str, MIN_PGVECTOR))} or newer (ALTER EXTENSION vector UPDATE)")
     conn.pgvector_version = have
-
-
-def _register_vector(conn: PgConnection) -> None:
-    """numpy arrays in and out of `vector` columns, in binary."""
-    try:
-        from pgvector.psycopg import register_vector
-    except ImportError as exc:
-        raise CorpusError("a PostgreSQL library needs pgvector's Python package: pip install pgvector") from exc
-    register_vector(conn.raw)

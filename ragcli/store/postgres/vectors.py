@@ -46,10 +46,8 @@ def add_vectors(conn, table: str, book_id: str, rowids: Sequence[int], matrix) -
     if table not in ("passage_vec", "term_vec"):
         raise ValueError(f"no vector table {table!r}")
     matrix = np.asarray(matrix, dtype=np.float32)
-    with conn.raw.cursor().copy(f"COPY {table} (id, book_id, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
-        copy.set_types(["int8", "text", "vector"])
-        for rid, vec in zip(rowids, matrix):
-            copy.write_row((int(rid), book_id, vec))
+    conn.copy_rows(table, "id, book_id, embedding", ["int8", "text", "vector"],
+                   ((int(rid), book_id, vec) for rid, vec in zip(rowids, matrix)))
 
 
 def add_term_vectors(conn, rows: Iterable[tuple[int, str, object]]) -> None:
