@@ -5,7 +5,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from ragcli.errors import UsageError
 
@@ -35,13 +35,22 @@ def config_path() -> Path:
     return _xdg("XDG_CONFIG_HOME", ".config") / "ragcli" / "config.toml"
 
 
-def db_path(flag: Optional[str] = None) -> Path:
-    """--db PATH, else $RAGCLI_DB, else the per-user data directory."""
-    if flag:
-        return Path(flag).expanduser()
-    if os.environ.get("RAGCLI_DB"):
-        return Path(os.environ["RAGCLI_DB"]).expanduser()
-    return data_dir() / "corpus.db"
+def db_path(flag: Optional[str] = None) -> Union[Path, str]:
+    """--db PATH, else $RAGCLI_DB, else `db = "..."` in the config file, else the per-user data directory.
+    A PostgreSQL address (postgresql://...) comes back as the string it is; a file as a Path."""
+    chosen = flag or os.environ.get("RAGCLI_DB") or _configured_db()
+    if not chosen:
+        return data_dir() / "corpus.db"
+    if chosen.strip().lower().startswith(("postgresql://", "postgres://")):
+        return chosen.strip()
+    return Path(chosen).expanduser()
+
+
+def _configured_db() -> Optional[str]:
+    value = load_file_settings().get("db") if config_path().exists() else None
+    if value is not None and not isinstance(value, str):
+        raise UsageError(f"db in {config_path()} must be a string (a file path or a postgresql:// address)")
+    return value or None
 
 
 def load_file_settings() -> dict:

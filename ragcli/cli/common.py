@@ -50,7 +50,8 @@ def _flags_take_no_value() -> None:
 _flags_take_no_value()
 
 DbOpt = Annotated[Optional[str], typer.Option("--db", metavar="PATH", show_default=False,
-                                              help="Corpus file (default: $RAGCLI_DB or the user data dir).")]
+                                              help="Corpus file or postgresql:// address (default: $RAGCLI_DB, "
+                                                   "db in the config file, or the user data dir).")]
 BookOpt = Annotated[Optional[list[str]], typer.Option("--book", "-b", metavar="ID", show_default=False,
                                                     help="Only these book ids (repeat the option for several).")]
 FeedbackOpt = Annotated[bool, typer.Option("--feedback", help="Pseudo-relevance feedback: also search with "
@@ -151,9 +152,9 @@ def _corpus_error(exc: Exception):
 
 def open_db(db: Optional[str], create: bool = True):
     from ragcli import config
-    from ragcli.store import db as dbmod
+    from ragcli.store import backend
 
-    return dbmod.connect(config.db_path(db), create=create)
+    return backend.connect(config.db_path(db), create=create)
 
 
 def embedder_for(conn, name: Optional[str] = None, quiet: bool = False, bulk: bool = False):

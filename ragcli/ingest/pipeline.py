@@ -204,8 +204,12 @@ def store_prepared(conn, prep: Prepared, embedder, opts: FileOptions, progress: 
     t_embed = time.perf_counter()
     term_vecs = embedder.embed([t for t, _, _ in terms]) if terms else []
     t_terms = time.perf_counter()
-    _store(conn, embedder, book_id, parsed, (passages, embed_hashes, vectors), (terms, term_vecs),
-           replace=bool(existing), file_row=(str(path.resolve()), *prep.stat) if prep.stat else None)
+    written = _store(conn, embedder, book_id, parsed, (passages, embed_hashes, vectors), (terms, term_vecs),
+                     replace=bool(existing), file_row=(str(path.resolve()), *prep.stat) if prep.stat else None,
+                     same_id=opts.book_id)
+    if written is not None:  # another writer stored the same bytes meanwhile (a shared library)
+        stage.close()
+        return _unchanged(path, written, t0)
     stage.drop(embed_hashes)  # in the corpus now
     stage.close()
     t_end = time.perf_counter()
@@ -246,13 +250,20 @@ def _mark_ocr(passages, parsed: ParsedBook) -> None:
 
 
 def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term_parts, *,
-           replace: bool, file_row: Optional[tuple[str, int, int]] = None) -> None:
+           replace: bool, file_row: Optional[tuple[str, int, int]] = None, same_id: Optional[str] = None):
     """Write the book in one transaction: all of it or nothing (an error or Ctrl-C rolls back).
-    `file_row`: (absolute path, size, mtime in ns) of the file as it was before it was read."""
+    `file_row`: (absolute path, size, mtime in ns) of the file as it was before it was read.
+    Returns None, or the book another writer stored from the same bytes while this one was reading
+    (checked again under the write lock: two machines ingesting one file store it once)."""
     passages, embed_hashes, vectors = passage_parts
     terms, term_vecs = term_parts
     labels = {p.number: p.label for p in parsed.pages}
-    with transaction(conn):
+    with transaction(conn, lock="ingest"):
+        same = None if replace else store.book_by_hash(conn, parsed.file_hash)
+        if same and same_id in (None, same.id):
+            return same
+        if not replace and store.book_by_id(conn, book_id):
+            raise UsageError(f"book id '{book_id}' was just taken by another writer; try again, or give --id NEW_ID")
         store.ensure_vector_tables(conn, embedder.name, embedder.dim, _source(embedder))
         if replace:
             store.delete_book(conn, book_id)
@@ -262,6 +273,7 @@ def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term
         store.insert_terms(conn, book_id, terms, term_vecs)
         if file_row:
             file_store.record_file(conn, file_row[0], book_id, file_row[1], file_row[2], parsed.file_hash)
+    return None
 
 
 def _stat(path: Path) -> Optional[tuple[int, int]]:

@@ -1,4 +1,5 @@
-"""Queries -> lexical (FTS5 BM25) and dense (sqlite-vec) legs -> reciprocal rank fusion -> hits."""
+"""Queries -> lexical and dense legs (store/: FTS5 and sqlite-vec, or PostgreSQL full-text and pgvector)
+-> reciprocal rank fusion -> hits."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,7 +8,6 @@ from typing import Any, Optional, Sequence
 from ragcli.search.options import RRF_K
 from ragcli.store import corpus as store
 from ragcli.store import vectors as vector_index
-from ragcli.text import STOPWORDS, WORD
 from ragcli.types import Hit
 
 
@@ -21,18 +21,7 @@ class Query:
     vector: Optional[Any] = None  # a precomputed dense vector (the text is then not embedded)
 
 
-def fts_query(text: str) -> str:
-    """User text -> a safe FTS5 query: every word quoted (no operator can leak), ORed, stopwords out."""
-    words = [w for w in WORD.findall(text) if w.lower() not in STOPWORDS]
-    if not words:
-        words = WORD.findall(text)
-    seen, out = set(), []
-    for w in words:
-        key = w.lower()
-        if key not in seen:
-            seen.add(key)
-            out.append('"' + w.replace('"', '""') + '"')
-    return " OR ".join(out[:64])
+fts_query = store.fts_query  # the FTS5 syntax lives with the SQLite backend (store/corpus.py)
 
 
 def rrf(rankings: Sequence[tuple[list[int], float]], k: int = RRF_K,
@@ -107,7 +96,7 @@ def _lexical_leg(conn, queries: list[Query], depth: int, book_ids) -> tuple[list
     lists, first = [], {}
     for q in queries:
         if "lexical" in q.legs:
-            ranked = store.lexical_search(conn, fts_query(q.text), depth, book_ids)
+            ranked = store.lexical(conn, q.text, depth, book_ids)
             lists.append((ranked, q.weight))
             if q is queries[0]:
                 _keep_first(first, ranked)

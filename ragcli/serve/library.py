@@ -27,7 +27,7 @@ from ragcli.ingest import paths, pipeline
 from ragcli.render.data import (books_data, conversation_data, conversation_row, hits_data, ingest_data, passage_data,
                                 summary_data, summary_list_data, topics_data, turn_data)
 from ragcli.search.pipeline import SearchOptions, check_scope, search
-from ragcli.store import corpus, db, files
+from ragcli.store import backend, corpus, files
 
 EMPTY_QUESTION = "the question is empty: ask in a few words, e.g. `ragcli ask \"how to stop bleeding\"`"
 EMPTY_QUERY = "the query is empty: give a few words, e.g. `ragcli search tourniquet`"
@@ -76,13 +76,16 @@ class ModelPool:
             self._free.put(model)
 
 
+POOL_SIZE = 8  # server connections a served PostgreSQL library holds at most (psycopg_pool)
+
+
 class Library:
     """The served corpus. `models`: chat-model instances (none: extractive answers);
     `ingest_root`: the folder MCP's `ingest` may read (None: read-only)."""
 
     def __init__(self, db_path: Path, embedder, models: Sequence = (), max_tokens: int = 512, grammar=None,
                  ingest_root: Optional[Path] = None):
-        self.db_path = Path(db_path)
+        self.db_path = db_path if backend.is_address(db_path) else Path(db_path)
         self.embedder = embedder
         self.models = ModelPool(list(models))
         self.max_tokens = max_tokens
@@ -93,6 +96,9 @@ class Library:
         self._pages: OrderedDict = OrderedDict()  # page_image's cache, least recently used first
         self._cache_lock = threading.Lock()
         self._render = threading.Lock()  # PyMuPDF renders one page at a time (it is not thread-safe)
+        # a PostgreSQL library: one connection for every thread, over a pool of server connections
+        self._shared = (backend.connect(self.db_path, create=False, pool_size=POOL_SIZE)
+                        if backend.is_address(self.db_path) else None)
         self.conn()  # a missing or foreign corpus fails now, at start
 
     @property
@@ -100,10 +106,13 @@ class Library:
         return getattr(self.models.first, "name", None)
 
     def conn(self):
-        """This thread's connection (SQLite connections are not shared between threads here)."""
+        """This thread's connection (SQLite connections are not shared between threads here; a
+        PostgreSQL library's pooled one is)."""
+        if self._shared is not None:
+            return self._shared
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = db.connect(self.db_path, create=False)
+            conn = self._local.conn = backend.connect(self.db_path, create=False)
         return conn
 
     # -- read-only ------------------------------------------------------------------------------

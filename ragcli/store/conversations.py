@@ -23,7 +23,8 @@ def insert_turn(conn, turn: Turn, title: str = "", book_ids=()) -> tuple[int, in
     """Save `turn` as the next turn of `turn.conversation_id`, or of a new conversation (titled
     `title`, scoped to `book_ids`) when that is 0. Returns (conversation id, turn number), also set on
     `turn`. Returns (0, 0) when the conversation was deleted meanwhile."""
-    with transaction(conn):
+    lock = f"conversation:{turn.conversation_id}" if turn.conversation_id else None
+    with transaction(conn, lock=lock):  # PostgreSQL: one writer of this conversation's numbers at a time
         cid = turn.conversation_id
         if not cid:
             cid = conn.execute("INSERT INTO conversations(title, book_ids, created_at, updated_at)"

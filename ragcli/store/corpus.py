@@ -123,6 +123,10 @@ def vectors_by_embed_hash(conn, hashes: Iterable[str]) -> dict[str, bytes]:
     """Stored vectors for passages whose embedded text (and model) is unchanged."""
     if not vector_index.has_vectors(conn):
         return {}
+    if _pg_search(conn):
+        from ragcli.store.postgres import vectors as pg_vectors
+
+        return pg_vectors.vectors_by_embed_hash(conn, hashes)
     rows = select_in(conn, "SELECT p.embed_hash, v.embedding FROM passages p JOIN passage_vec v ON v.rowid = p.id "
                            "WHERE p.embed_hash IN {in}", set(hashes))
     return {h: bytes(blob) for h, blob in rows}
@@ -183,14 +187,49 @@ def insert_passages(conn, book_id: str, passages: list[Passage], text_hashes: li
 
 
 def insert_terms(conn, book_id: str, terms: list[tuple[str, str, float]], vectors: np.ndarray) -> None:
+    rows = []
     for (term, source, weight), vec in zip(terms, vectors):
         cur = conn.execute("INSERT INTO terms(book_id, term, source, weight) VALUES (?,?,?,?)",
                            (book_id, term, source, weight))
-        conn.execute("INSERT INTO term_vec(rowid, book_id, embedding) VALUES (?,?,?)",
-                     (cur.lastrowid, book_id, vector_index.as_f32(vec).tobytes()))
+        rows.append((cur.lastrowid, book_id, vec))
+    vector_index.add_term_vectors(conn, rows)
 
 
 # -- retrieval -----------------------------------------------------------------------------------
+
+def _pg_search(conn):
+    """The PostgreSQL search module for a PostgreSQL library, else None (store/backend.py)."""
+    if getattr(conn, "dialect", "sqlite") != "postgres":
+        return None
+    from ragcli.store.postgres import search as pg_search
+
+    return pg_search
+
+
+def fts_query(text: str) -> str:
+    """User text -> a safe FTS5 query: every word quoted (no operator can leak), ORed, stopwords out."""
+    from ragcli.text import STOPWORDS, WORD
+
+    words = [w for w in WORD.findall(text) if w.lower() not in STOPWORDS]
+    if not words:
+        words = WORD.findall(text)
+    seen, out = set(), []
+    for w in words:
+        key = w.lower()
+        if key not in seen:
+            seen.add(key)
+            out.append('"' + w.replace('"', '""') + '"')
+    return " OR ".join(out[:64])
+
+
+def lexical(conn, text: str, k: int, book_ids: Optional[Sequence[str]] = None,
+            kinds: Optional[Sequence[str]] = None) -> list[tuple[int, float]]:
+    """The lexical leg for the words of `text`: (passage id, score) best first, higher better. SQLite:
+    FTS5 BM25; PostgreSQL: full-text search (store/postgres/search.py)."""
+    if _pg_search(conn):
+        return _pg_search(conn).lexical_search(conn, text, k, book_ids, kinds)
+    return lexical_search(conn, fts_query(text), k, book_ids, kinds)
+
 
 def lexical_search(conn, fts_query: str, k: int, book_ids: Optional[Sequence[str]] = None,
                    kinds: Optional[Sequence[str]] = None) -> list[tuple[int, float]]:
@@ -214,6 +253,8 @@ def passage_count(conn) -> int:
 
 def document_frequency(conn, word: str) -> int:
     """How many passages contain the word (as FTS5 tokenises and stems it)."""
+    if _pg_search(conn):
+        return _pg_search(conn).document_frequency(conn, word)
     return conn.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?",
                         ('text : "' + word.replace('"', '""') + '"',)).fetchone()[0]
 
@@ -285,6 +326,8 @@ def counts(conn) -> dict[str, int]:
 
 def term_in_corpus(conn, word: str) -> bool:
     """Does this word (as FTS5 tokenises and stems it) occur anywhere in the corpus?"""
+    if _pg_search(conn):
+        return _pg_search(conn).term_in_corpus(conn, word)
     row = conn.execute("SELECT 1 FROM passages_fts WHERE passages_fts MATCH ? LIMIT 1",
                        ('"' + word.replace('"', '""') + '"',)).fetchone()
     return row is not None

@@ -137,6 +137,9 @@ def neighbours(conn, hit: Hit, before: int = 1, after: int = 1) -> tuple[list[Hi
 
 
 def has_table(conn, name: str) -> bool:
+    if getattr(conn, "dialect", "sqlite") == "postgres":
+        return conn.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+                            (conn.schema, name)).fetchone() is not None
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 

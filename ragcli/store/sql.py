@@ -44,7 +44,10 @@ def describe(exc: Exception, path) -> str:
 
 
 def db_file(conn) -> Path:
-    """The corpus file behind a connection (for messages)."""
+    """The corpus file behind a connection (for messages; a PostgreSQL library: its address without
+    the password)."""
+    if getattr(conn, "dialect", "sqlite") == "postgres":
+        return conn.address
     try:
         row = conn.execute("PRAGMA database_list").fetchone()
     except (DatabaseError, CorpusError):  # the file is past reading: say so without its name
@@ -88,9 +91,17 @@ class Connection(sqlite3.Connection):
 
 
 @contextmanager
-def transaction(conn) -> Iterator:
+def transaction(conn, lock: Optional[str] = None) -> Iterator:
     """BEGIN IMMEDIATE (the write lock first: numbers and replacements are decided inside it) ...
-    COMMIT; ROLLBACK on any exception, so a failed or interrupted write leaves the file as it was."""
+    COMMIT; ROLLBACK on any exception, so a failed or interrupted write leaves the file as it was.
+
+    `lock` names what the transaction decides (a topic's next number, a file's ingest): on PostgreSQL,
+    where writers do not queue for one file lock, an advisory lock of that name is taken first; SQLite's
+    BEGIN IMMEDIATE already lets one writer in at a time."""
+    if getattr(conn, "dialect", "sqlite") == "postgres":
+        with conn.transaction(lock) as tx:
+            yield tx
+        return
     try:
         with conn:
             conn.execute("BEGIN IMMEDIATE")

@@ -18,7 +18,10 @@ SUFFIX = "-embedstage"
 
 
 def stage_path(conn) -> Optional[Path]:
-    """Where the stage of this corpus lives (None for an in-memory corpus)."""
+    """Where the stage of this corpus lives (None for an in-memory corpus, and for a PostgreSQL library,
+    whose ingest is one transaction on the server: a killed ingester's vectors are embedded again)."""
+    if getattr(conn, "dialect", "sqlite") == "postgres":
+        return None
     row = conn.execute("PRAGMA database_list").fetchone()
     return Path(row[2] + SUFFIX) if row and row[2] else None
 

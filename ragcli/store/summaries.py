@@ -1,7 +1,7 @@
 """Every SQL statement of numbered topic summaries (tables from migration m004_summaries).
 
 `insert_summary` is the only writer: it takes the next number of the topic inside one BEGIN IMMEDIATE
-transaction, so two `summary new` running at once on one file get 1 and 2, never 1 and 1 (and
+transaction (on PostgreSQL: under an advisory lock on the topic), so two `summary new` running at once on one file get 1 and 2, never 1 and 1 (and
 UNIQUE(topic_key, number) in the schema would refuse a duplicate anyway).
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _dumps(value) -> str:
 
 def insert_summary(conn, summary: Summary) -> int:
     """Save `summary` as the next number of its topic; returns that number (also set on `summary`)."""
-    with transaction(conn):
+    with transaction(conn, lock="summary:" + summary.topic_key):
         number = max(conn.execute("SELECT COALESCE(MAX(number), 0) FROM summaries WHERE topic_key = ?",
                                   (summary.topic_key,)).fetchone()[0], _deleted_up_to(conn, summary.topic_key)) + 1
         cur = conn.execute(
@@ -47,7 +47,7 @@ def delete_summary(conn, topic_key: str, number: int) -> bool:
     """Delete one summary (its sources go with it). The number is never given again: the highest
     deleted number of the topic is kept in `meta`, so every other summary keeps its number and a
     note that says "#3" never comes to mean another text."""
-    with transaction(conn):
+    with transaction(conn, lock="summary:" + topic_key):
         gone = conn.execute("DELETE FROM summaries WHERE topic_key = ? AND number = ?",
                             (topic_key, number)).rowcount
         if gone and number > _deleted_up_to(conn, topic_key):

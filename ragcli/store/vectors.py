@@ -37,10 +37,22 @@ def sign_codes(matrix: np.ndarray) -> np.ndarray:
     return np.packbits(np.asarray(matrix) > 0, axis=1, bitorder="little")
 
 
+def _pg(conn):
+    """The PostgreSQL twin of this module for a PostgreSQL library, else None (store/backend.py)."""
+    if getattr(conn, "dialect", "sqlite") != "postgres":
+        return None
+    from ragcli.store.postgres import vectors as pg_vectors
+
+    return pg_vectors
+
+
 def add_vectors(conn, book_id: str, rowids: Sequence[int], matrix: np.ndarray,
                 table: str = "passage_vec") -> None:
     """Store one book's vectors: the vec0 table, float16 copies, sign-bit code blocks."""
     import numpy as np
+
+    if _pg(conn):
+        return _pg(conn).add_vectors(conn, table, book_id, rowids, matrix)
 
     matrix = as_f32(matrix)
     conn.executemany(f"INSERT INTO {table}(rowid, book_id, embedding) VALUES (?,?,?)",
@@ -168,12 +180,16 @@ def _half_vectors(conn, table: str, rowids: np.ndarray) -> tuple[list[int], np.n
 
 def add_term_vectors(conn, rows: Iterable[tuple[int, str, np.ndarray]]) -> None:
     """(term id, book id, vector) rows into term_vec (inside a transaction)."""
+    if _pg(conn):
+        return _pg(conn).add_term_vectors(conn, rows)
     conn.executemany("INSERT INTO term_vec(rowid, book_id, embedding) VALUES (?,?,?)",
                      [(tid, book_id, as_f32(v).tobytes()) for tid, book_id, v in rows])
 
 
 def create_tables(conn, dim: int) -> None:
     """The vec0 tables for this dimension (inside a transaction)."""
+    if _pg(conn):
+        return _pg(conn).create_tables(conn, dim)
     conn.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS passage_vec USING vec0("
         f"book_id text, embedding float[{dim}] distance_metric=cosine)"
@@ -188,6 +204,8 @@ def stored_vectors(conn, table: str, ids: Sequence[int]) -> dict[int, np.ndarray
     """Row id -> its stored (L2-normalised) float32 vector, from passage_vec or term_vec."""
     if table not in ("passage_vec", "term_vec"):
         raise ValueError(f"no vector table {table!r}")
+    if _pg(conn):
+        return _pg(conn).stored_vectors(conn, table, ids)
     import numpy as np
 
     rows = select_in(conn, f"SELECT rowid, embedding FROM {table} WHERE rowid IN {{in}}", ids)
@@ -195,11 +213,15 @@ def stored_vectors(conn, table: str, ids: Sequence[int]) -> dict[int, np.ndarray
 
 
 def has_vectors(conn) -> bool:
+    if _pg(conn):
+        return _pg(conn).has_vectors(conn)
     return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'passage_vec'").fetchone())
 
 
 def drop_all(conn) -> None:
     """Every vector of every table (re-embedding; inside a transaction)."""
+    if _pg(conn):
+        return _pg(conn).drop_all(conn)
     conn.execute("DROP TABLE IF EXISTS passage_vec")
     conn.execute("DROP TABLE IF EXISTS term_vec")
     conn.execute("DELETE FROM passage_vec_half")
@@ -208,6 +230,8 @@ def drop_all(conn) -> None:
 
 def delete_book(conn, book_id: str) -> None:
     """A book's vectors (inside a transaction)."""
+    if _pg(conn):
+        return _pg(conn).delete_book(conn, book_id)
     if has_vectors(conn):
         conn.execute("DELETE FROM passage_vec WHERE book_id = ?", (book_id,))
         conn.execute("DELETE FROM term_vec WHERE book_id = ?", (book_id,))
@@ -222,7 +246,12 @@ def dense_search(conn, vector: np.ndarray, k: int, book_ids: Optional[Sequence[s
 
     passage_vec: sign-bit codes scanned with numpy (hamming distance), the best
     max(k * OVERSAMPLE, MIN_CANDIDATES) rescored exactly from float16 copies. Other tables (and
-    corpora too small to gain from it): sqlite-vec's exact scan."""
+    corpora too small to gain from it): sqlite-vec's exact scan. A PostgreSQL library: pgvector's HNSW
+    index (store/postgres/search.py)."""
+    if getattr(conn, "dialect", "sqlite") == "postgres":
+        from ragcli.store.postgres import search as pg_search
+
+        return pg_search.dense_search(conn, vector, k, book_ids, table)
     if not has_vectors(conn):
         return []
     if table in CODED_TABLES and _coded_rows(conn, table, book_ids) > EXACT_BELOW:

@@ -1,0 +1,218 @@
+"""Scale of a PostgreSQL library against the SQLite store, same vectors, same run (issue 43).
+
+    .venv/bin/python bench/team_library_scale.py --pg postgresql://USER@HOST/DB --n 100000 --dbs DIR
+    .venv/bin/python bench/team_library_scale.py --pg ... --n 1000000 --dbs DIR     # the issue's 1M
+    .venv/bin/python bench/team_library_scale.py --pg ... --ingest BOOK.pdf         # ingest PG vs SQLite
+
+Vectors with real structure: the all-MiniLM-L6-v2 vectors (and texts) of every passage in the SQLite
+libraries of --dbs (the shared books), and, to reach --n, perturbed copies of them (each a real vector plus
+Gaussian noise of --noise per dimension, renormalised), spread over --books books. Queries: the FM 4-25.11
+questions embedded by the same model. Reported side by side:
+- dense k=10 p50 of ragcli's SQLite store (sign-bit codes + float16 rescoring) and of pgvector HNSW
+  (ef_search 100, as ragcli sets it), each with recall@10 against an exact numpy scan;
+- a search filtered to one book: hits returned (must be k) and p50;
+- hybrid p50 (both legs and fusion, as `ragcli search` runs them);
+- the HNSW build time and the index and table sizes;
+--ingest BOOK: the real book ingested into a fresh SQLite file and a fresh PostgreSQL schema, alternately,
+--rounds times, its vectors computed once beforehand (the store's time, not the model's), times and ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ragcli.models import embed  # noqa: E402
+from ragcli.store import backend, corpus as store, db, vectors as vector_index  # noqa: E402
+from ragcli.store.sql import transaction  # noqa: E402
+
+
+def source_rows(dbs: Path):
+    texts, vecs = [], []
+    for path in sorted(dbs.glob("*.db")):
+        conn = db.connect(path, create=False)
+        rows = conn.execute("SELECT p.id, p.text FROM passages p ORDER BY p.id").fetchall()
+        got = vector_index.stored_vectors(conn, "passage_vec", [r[0] for r in rows])
+        for pid, text in rows:
+            if pid in got:
+                texts.append(text)
+                vecs.append(got[pid])
+        conn.close()
+    return texts, np.stack(vecs).astype(np.float32)
+
+
+def make(n: int, texts, base: np.ndarray, noise: float, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    pick = np.arange(n) % len(base)
+    rng.shuffle(pick)
+    mat = base[pick] + (rng.normal(scale=noise, size=(n, base.shape[1])).astype(np.float32) if noise else 0)
+    mat[:len(base)] = base[pick[:len(base)]]
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    return [texts[i] for i in pick], mat.astype(np.float32)
+
+
+def fill(conn, texts, mat, books: int, pg: bool) -> float:
+    """Rows and vectors, book by book; on PostgreSQL the HNSW index is built after the load (timed)."""
+    n = len(texts)
+    per = (n + books - 1) // books
+    with transaction(conn):
+        store.set_meta(conn, "embedding_model", "sentence-transformers/all-MiniLM-L6-v2")
+        store.set_meta(conn, "embedding_dim", "384")
+        vector_index.create_tables(conn, 384)
+        if pg:
+            conn.execute("DROP INDEX passage_vec_hnsw")
+    for b in range(books):
+        lo, hi = b * per, min(n, (b + 1) * per)
+        if lo >= hi:
+            break
+        with transaction(conn):
+            conn.execute("INSERT INTO books(id, title, path, file_hash, page_count, ingested_at) VALUES (?,?,?,?,?,?)",
+                         (f"b{b:05d}", f"Book {b}", f"b{b}.pdf", f"h{b}", 1, "2026-11-28"))
+            conn.executemany("INSERT INTO passages(id, book_id, ordinal, kind, section_path, heading, page_start,"
+                             " page_end, text, text_hash, embed_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                             [(i + 1, f"b{b:05d}", i - lo, "passage", "[]", "", 1, 1, texts[i], "h", "e")
+                              for i in range(lo, hi)])
+            vector_index.add_vectors(conn, f"b{b:05d}", list(range(lo + 1, hi + 1)), mat[lo:hi])
+        if b % 50 == 0:
+            print(f"  {'pg' if pg else 'sqlite'}: {hi}/{n} rows", file=sys.stderr)
+    if not pg:
+        return 0.0
+    t = time.perf_counter()
+    conn.execute("SET maintenance_work_mem = '1GB'")
+    conn.execute("CREATE INDEX passage_vec_hnsw ON passage_vec USING hnsw (embedding vector_cosine_ops) "
+                 "WITH (m = 16, ef_construction = 64)")
+    return time.perf_counter() - t
+
+
+def p50(xs):
+    return statistics.median(xs) * 1000
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+def scale(args) -> dict:
+    embedder = embed.get_embedder()
+    texts, base = source_rows(args.dbs)
+    print(f"{len(base)} real passage vectors from {args.dbs}", file=sys.stderr)
+    texts, mat = make(args.n, texts, base, args.noise)
+    questions = [json.loads(line)["question"] for line in open(ROOT / "bench" / "fm4-25-11-questions.jsonl")]
+    queries = np.asarray(embedder.embed(questions[:args.queries]), dtype=np.float32)
+    exact = [set((np.argsort(-(mat @ q), kind="stable")[:10] + 1).tolist()) for q in queries]
+    tmp = Path(tempfile.mkdtemp())
+    sq = db.connect(tmp / "scale.db")
+    t_sq, _ = timed(lambda: fill(sq, texts, mat, args.books, False))
+    pg = backend.connect(f"{args.pg}{'&' if '?' in args.pg else '?'}schema=bench_scale_{args.n}")
+    if store.list_books(pg):
+        raise SystemExit("schema bench_scale_N exists: drop it first (DROP SCHEMA ... CASCADE)")
+    t_pg_load, build = timed(lambda: fill(pg, texts, mat, args.books, True))
+    sizes = dict(pg.execute("SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON "
+                            "n.oid = c.relnamespace WHERE n.nspname = ? AND c.relname IN "
+                            "('passage_vec', 'passage_vec_hnsw', 'passages', 'passages_tsv')", (pg.schema,)).fetchall())
+    out = {"n": args.n, "real": len(base), "books": args.books, "noise": args.noise, "hnsw_build_s": build,
+           "sizes_mb": {k: v / 1e6 for k, v in sizes.items()}, "sqlite_file_mb": (tmp / "scale.db").stat().st_size / 1e6,
+           "load_s": {"sqlite": t_sq, "postgres": t_pg_load - build}}
+    from ragcli.search.options import SearchOptions
+    from ragcli.search.pipeline import search
+
+    for name, conn in (("sqlite", sq), ("postgres", pg)):
+        vector_index.dense_search(conn, queries[0], 10)  # warm
+        times, recall = [], []
+        for q, truth in zip(queries, exact):
+            dt, got = timed(lambda: vector_index.dense_search(conn, q, 10))
+            times.append(dt)
+            recall.append(len(truth & {r for r, _ in got}) / 10)
+        ftimes, fcounts = [], []
+        for i, q in enumerate(queries):
+            book = [f"b{(i * 37) % args.books:05d}"]
+            dt, got = timed(lambda: vector_index.dense_search(conn, q, 10, book))
+            ftimes.append(dt)
+            fcounts.append(len(got))
+        htimes = [timed(lambda: search(conn, embedder, t, SearchOptions(mode="hybrid", k=10)))[0]
+                  for t in questions[:args.queries]]
+        out[name] = {"dense_p50_ms": p50(times), "recall@10": float(np.mean(recall)),
+                     "filtered_p50_ms": p50(ftimes), "filtered_min_hits": min(fcounts),
+                     "hybrid_p50_ms": p50(htimes)}
+    out["dense_ratio_pg_over_sqlite"] = out["postgres"]["dense_p50_ms"] / out["sqlite"]["dense_p50_ms"]
+    return out
+
+
+def ingest_compare(args) -> dict:
+    from ragcli.ingest import pipeline as ingest
+
+    real = embed.get_embedder()
+
+    class Memo:
+        name, dim = real.name, real.dim
+        source = getattr(real, "source", None)
+        multilingual = getattr(real, "multilingual", False)
+        cache: dict = {}
+
+        def embed(self, texts):
+            todo = [t for t in texts if t not in self.cache]
+            if todo:
+                for t, v in zip(todo, real.embed(todo)):
+                    self.cache[t] = v
+            return np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+
+        def __getattr__(self, item):
+            return getattr(real, item)
+
+    memo = Memo()
+    tmp = Path(tempfile.mkdtemp())
+    warm = db.connect(tmp / "warm.db")
+    ingest.ingest_file(warm, args.ingest, memo)  # every vector computed once, outside the timings
+    times = {"sqlite": [], "postgres": []}
+    for r in range(args.rounds):
+        for name in ("sqlite", "postgres"):
+            target = (str(tmp / f"r{r}.db") if name == "sqlite"
+                      else f"{args.pg}{'&' if '?' in args.pg else '?'}schema=bench_ingest_{r}_{int(time.time())}")
+            conn = backend.connect(target)
+            dt, res = timed(lambda: ingest.ingest_file(conn, args.ingest, memo))
+            assert res.status == "added"
+            times[name].append(dt)
+            conn.close()
+    out = {name: statistics.median(v) for name, v in times.items()}
+    out["ratio"] = out["postgres"] / out["sqlite"]
+    out["passages"] = res.passages
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pg", required=True)
+    ap.add_argument("--dbs", type=Path, help="a folder of SQLite libraries whose passages and vectors are the base")
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--books", type=int, default=200)
+    ap.add_argument("--noise", type=float, default=0.03, help="per-dimension noise of the perturbed copies")
+    ap.add_argument("--queries", type=int, default=60)
+    ap.add_argument("--ingest", type=Path, help="a real book: ingest time on both backends")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    result = {}
+    if args.ingest:
+        result["ingest"] = ingest_compare(args)
+        print(json.dumps(result["ingest"], indent=1))
+    if args.dbs:
+        result["scale"] = scale(args)
+        print(json.dumps(result["scale"], indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,414 @@
+"""The team library (issue 43): the store's contract on both backends, and PostgreSQL's own promises.
+
+- contract (SQLite and PostgreSQL, one parametrised fixture): ingest, books, search, transactions,
+  summary and turn numbers, deletes, migrations and a newer library refused;
+- PostgreSQL: dense results equal SQLite's on the same vectors, a filtered search returns k hits,
+  connection failures are one line without the password, the CLI end to end, concurrent writers,
+  kill -9 during an ingest.
+Needs a PostgreSQL with pgvector (tests/conftest_pg.py): in CI these tests fail when none can start.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import BOOKS, ROOT, SAMPLE_BOOK
+from conftest_pg import pg_library, pg_server, schema_address  # noqa: F401 (fixtures)
+from ragcli.errors import CorpusError
+from ragcli.store import backend
+from ragcli.store import conversations as turn_store
+from ragcli.store import corpus as store
+from ragcli.store import summaries as summary_store
+from ragcli.store import vectors as vector_index
+from ragcli.store.sql import select_in, transaction
+from ragcli.types import Summary, Turn
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def library(request, tmp_path):
+    """The address of an empty library on each backend."""
+    if request.param == "sqlite":
+        return str(tmp_path / "lib.db")
+    return request.getfixturevalue("pg_library")
+
+
+@pytest.fixture
+def conn(library):
+    c = backend.connect(library)
+    yield c
+    c.close()
+
+
+def _books(c, n=5):
+    with transaction(c):
+        c.executemany("INSERT INTO books(id, title, path, file_hash, page_count, ingested_at) VALUES (?,?,?,?,?,?)",
+                      [(f"b{i}", f"Book {i}", f"b{i}.pdf", f"h{i}", 1, store.now()) for i in range(n)])
+
+
+def _summary(topic="Aneurysms") -> Summary:
+    return Summary(topic=topic, topic_key=topic.lower(), number=0, text="t [S1]", sources=[], model=None,
+                   created_at=store.now(), kind="extractive", params={}, claims=[], removed_citations=[])
+
+
+# -- the contract, on both backends ---------------------------------------------------------------
+
+def test_rows_in_lists_and_a_failed_transaction_changes_nothing(conn):
+    _books(conn)
+    rows = select_in(conn, "SELECT id FROM books WHERE id IN {in} ORDER BY id", ["b4", "b0", "zz"], size=2)
+    assert sorted(r[0] for r in rows) == ["b0", "b4"]
+    assert store.book_ids_present(conn, ["b1", "b2"]) and not store.book_ids_present(conn, ["b1", "zz"])
+    with pytest.raises(CorpusError):
+        with transaction(conn):
+            store.set_meta(conn, "note", "written first")
+            conn.execute("INSERT INTO books(id, title, path, file_hash, page_count, ingested_at) "
+                         "VALUES ('b1', 't', 'p', 'h', 1, 'now')")  # b1 exists: the whole transaction goes
+    assert store.get_meta(conn, "note") is None
+    with pytest.raises(KeyboardInterrupt):
+        with transaction(conn):
+            store.set_meta(conn, "note", "interrupted")
+            raise KeyboardInterrupt
+    assert store.get_meta(conn, "note") is None
+    store.set_meta(conn, "note", "kept")
+    store.set_meta(conn, "note", "kept twice")
+    assert store.get_meta(conn, "note") == "kept twice"
+
+
+def test_summary_and_turn_numbers(conn):
+    assert [summary_store.insert_summary(conn, _summary()) for _ in range(3)] == [1, 2, 3]
+    assert summary_store.delete_summary(conn, "aneurysms", 3)
+    assert summary_store.insert_summary(conn, _summary()) == 4  # a deleted number is never given again
+    assert summary_store.numbers(conn, "aneurysms") == [1, 2, 4]
+    assert [t["latest_number"] for t in summary_store.topics(conn)] == [4]
+    turn = Turn(conversation_id=0, number=0, question="q1", standalone="q1", rewritten=False, rewrite={},
+                answer="a", status="answered", sources=[], created_at=store.now())
+    cid, n = turn_store.insert_turn(conn, turn, title="first")
+    assert (cid, n) == (1, 1)
+    turn.conversation_id = cid
+    assert turn_store.insert_turn(conn, turn) == (1, 2)
+    assert [t.number for t in turn_store.turns(conn, cid)] == [1, 2]
+    assert turn_store.latest_id(conn) == cid
+    assert turn_store.delete_conversation(conn, cid)
+    assert turn_store.insert_turn(conn, Turn(conversation_id=0, number=0, question="q", standalone="q",
+                                             rewritten=False, rewrite={}, answer="a", status="answered",
+                                             sources=[], created_at=store.now()))[0] == 2  # ids not reused
+
+
+def test_ingest_search_and_delete_a_book(library, embedder):
+    from ragcli.ingest import pipeline as ingest
+    from ragcli.search.options import SearchOptions
+    from ragcli.search.pipeline import search
+
+    c = backend.connect(library)
+    try:
+        result = ingest.ingest_file(c, SAMPLE_BOOK, embedder, book_id="primer")
+        assert result.status == "added" and result.passages > 20
+        again = ingest.ingest_file(c, SAMPLE_BOOK, embedder)
+        assert again.status == "unchanged"
+        [book] = store.list_books(c)
+        assert (book.id, book.passages, book.figures) == ("primer", result.passages, result.figures)
+        for mode in ("hybrid", "lexical", "dense"):
+            hits = search(c, embedder if mode != "lexical" else None, "how is an aneurysm clipped",
+                          SearchOptions(mode=mode, k=5)).hits
+            assert len(hits) == 5 and all(h.book_id == "primer" for h in hits), mode
+        assert store.term_in_corpus(c, "aneurysm") and not store.term_in_corpus(c, "zebrafish")
+        assert store.document_frequency(c, "aneurysms") > 3
+        ids = [h.passage_id for h in search(c, embedder, "clip", SearchOptions(k=3)).hits]
+        assert set(vector_index.stored_vectors(c, "passage_vec", ids)) == set(ids)
+        ingest.remove_book(c, "primer")
+        assert store.list_books(c) == [] and store.counts(c)["passages"] == 0
+        assert vector_index.dense_search(c, embedder.embed(["clip"])[0], 5) == []
+    finally:
+        c.close()
+
+
+def test_a_library_of_a_newer_ragcli_is_refused(library):
+    c = backend.connect(library)
+    c.execute("INSERT INTO migrations(name, applied_at) VALUES ('m999_from_the_future', 'now')")
+    c.close()
+    with pytest.raises(CorpusError, match="newer ragcli"):
+        backend.connect(library)
+
+
+# -- PostgreSQL --------------------------------------------------------------------------------------
+
+def test_dense_results_equal_sqlite_on_the_same_vectors(tmp_path, pg_library, embedder):
+    from ragcli.ingest import pipeline as ingest
+
+    got = {}
+    for name, where in (("sqlite", str(tmp_path / "s.db")), ("postgres", pg_library)):
+        c = backend.connect(where)
+        for book_id in ("primer", "heart"):
+            ingest.ingest_file(c, BOOKS[book_id], embedder, book_id=book_id)
+        q = embedder.embed(["what does an ACE inhibitor do in heart failure"])[0]
+        got[name] = ([pid for pid, _ in vector_index.dense_search(c, q, 10)],
+                     [pid for pid, _ in vector_index.dense_search(c, q, 10, ["primer"])])
+        c.close()
+    assert got["sqlite"] == got["postgres"]
+
+
+def test_a_filtered_search_returns_k_hits(pg_library, monkeypatch):
+    """Through the HNSW index (the exact path turned off): one book of 40 holds 60 of 2,400 vectors, and
+    k=50 of them are asked for. Without the iterative scan the graph walk finds a few; with it, all 50."""
+    import numpy as np
+
+    from ragcli.store.postgres import search as pg_search
+
+    monkeypatch.setattr(pg_search, "EXACT_FILTERED", 0)
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(40, 384)).astype(np.float32)
+    c = backend.connect(pg_library)
+    with transaction(c):
+        vector_index.create_tables(c, 384)
+        for b in range(40):
+            c.execute("INSERT INTO books(id, title, path, file_hash, page_count, ingested_at) VALUES (?,?,?,?,?,?)",
+                      (f"b{b}", "t", "p", f"h{b}", 1, "now"))
+            ids = [c.execute("INSERT INTO passages(book_id, ordinal, kind, section_path, heading, page_start,"
+                             " page_end, text, text_hash, embed_hash) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                             (f"b{b}", i, "passage", "[]", "", 1, 1, "x", "h", "e")).lastrowid for i in range(60)]
+            vecs = centres[b] + rng.normal(scale=0.6, size=(60, 384)).astype(np.float32)
+            vector_index.add_vectors(c, f"b{b}", ids, vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
+    q = centres[0]  # near book b0: the filter keeps a far book's rows, which the graph walk reaches last
+    far = "b17"
+    # a table this small would be sorted without the graph: make the HNSW index the planner's only way
+    c.execute("DROP INDEX passage_vec_book")
+    c.execute("SET enable_seqscan = off")
+    plan = " ".join(r[0] for r in c.execute("EXPLAIN SELECT id FROM passage_vec WHERE book_id = ANY(?) "
+                                              "ORDER BY embedding <=> ? LIMIT 50", ([far], q)))
+    assert "passage_vec_hnsw" in plan
+    hits = vector_index.dense_search(c, q, 50, [far])
+    assert len(hits) == 50 and len(set(h for h, _ in hits)) == 50
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    c.execute("SET hnsw.iterative_scan = off")  # what a plain filtered HNSW query gives: the test has teeth
+    assert len(pg_search._indexed(c, "passage_vec", q, 50, " AND book_id = ANY(?)", [[far]])) < 50
+    assert len(vector_index.dense_search(c, q, 50, [far])) == 50  # short of k: scanned exactly instead
+    c.execute("SET hnsw.iterative_scan = relaxed_order")
+    c.execute("SET enable_seqscan = on")
+    monkeypatch.setattr(pg_search, "EXACT_FILTERED", 20_000)
+    assert [h for h, _ in vector_index.dense_search(c, q, 50, [far])] == [h for h, _ in hits]
+    c.close()
+
+
+def _password(address: str) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(address).password or ""
+
+
+@pytest.mark.parametrize("case", ["wrong password", "unreachable host", "no pgvector"])
+def test_connection_failures_are_one_line_without_the_password(case, pg_server, run_module, tmp_path):
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(pg_server)
+    secret = "s3cret-" + case.replace(" ", "-")
+    if case == "wrong password":
+        address = f"postgresql://{parts.username}:{secret}@{parts.hostname}:{parts.port}{parts.path}"
+        expected = "refused the password"
+    elif case == "unreachable host":
+        with __import__("socket").socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]  # closed again: nothing listens there
+        address = f"postgresql://{parts.username}:{secret}@127.0.0.1:{port}/ragcli"
+        expected = "cannot reach"
+    else:  # a database of this server where the vector extension cannot be found
+        import psycopg
+
+        import tempfile
+        from pathlib import Path
+
+        empty = Path(tempfile.mkdtemp(prefix="ragcli-no-extensions-"))  # readable by the server's user
+        (empty / "extension").mkdir()
+        empty.chmod(0o755)
+        admin = psycopg.connect(pg_server, autocommit=True)
+        name = "novector_" + os.urandom(3).hex()
+        admin.execute(f"CREATE DATABASE {name}")
+        admin.execute(f"ALTER DATABASE {name} SET extension_control_path = '{empty}'")
+        admin.close()
+        address = pg_server.rsplit("/", 1)[0] + "/" + name
+        secret = _password(pg_server)
+        expected = "no pgvector extension"
+    res = run_module("books", "--db", address, timeout=120)
+    assert res.returncode == 4, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0] and "Traceback" not in res.stderr
+    assert secret not in res.stderr and secret not in res.stdout
+
+
+def test_info_names_the_server_and_hides_the_password(pg_library, run_module):
+    res = run_module("info", "--db", pg_library, timeout=120)
+    assert res.returncode == 4 and "no ragcli library in schema" in res.stderr  # info never creates one
+    backend.connect(pg_library).close()
+    res = run_module("info", "--json", "--db", pg_library, timeout=120)
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["backend"]["backend"] == "postgresql" and data["backend"]["extensions"]["vector"] >= "0.8"
+    assert data["versions"]["postgresql"].startswith(("1", "2")) and data["versions"]["pgvector"]
+    assert _password(pg_library) not in res.stdout and data["corpus"].startswith("postgresql://ragcli@")
+
+
+def test_cli_end_to_end_on_postgresql(pg_library, run_module, tiny_gguf, tmp_path, monkeypatch):
+    from ragcli.models.grammars import forced_text_grammar
+
+    monkeypatch.setenv("RAGCLI_DB", pg_library)  # the address from the environment, as a team sets it
+
+    def run(*args):
+        res = run_module(*args, timeout=600)
+        assert res.returncode == 0, (args, res.stderr)
+        return res
+
+    run("ingest", SAMPLE_BOOK)
+    hits = json.loads(run("search", "how is an aneurysm clipped", "--json", "-k", "5").stdout)
+    assert len(hits["hits"] if isinstance(hits, dict) else hits) == 5
+    grammar = tmp_path / "g.gbnf"
+    grammar.write_text(forced_text_grammar("An aneurysm is clipped across its neck [S1]."))
+    model = ["--model", str(tiny_gguf), "--ctx", "2048", "--max-tokens", "48", "--grammar-file", str(grammar)]
+    first = json.loads(run("ask", "how is an aneurysm clipped?", "-c", "--json", *model).stdout)
+    assert first["model"]
+    numbers = [json.loads(run("summary", "new", "Aneurysms", "--json", "--no-expand", "--keep-weak", "-k", "6", *model).stdout)["number"]
+               for _ in range(2)]
+    assert numbers == [1, 2]
+    second = json.loads(run("ask", "and what are the risks of it?", "-c", "--json", *model).stdout)
+    assert second["conversation_id"] == first["conversation_id"] and second["turn"] == 2
+    shown = json.loads(run("conversations", "show", str(first["conversation_id"]), "--json").stdout)
+    assert [t["turn"] for t in shown["turns"]] == [1, 2]
+    back = tmp_path / "back.db"  # and the whole library back into a file
+    copied = json.loads(run("copy", pg_library, back, "--json").stdout)
+    assert copied["counts"]["summaries"] == 2 and copied["counts"]["conversation_turns"] == 2
+    assert _password(pg_library) not in json.dumps(copied)
+    for question in ("how is an aneurysm clipped", "what is vasospasm", "nimodipine"):
+        on_pg = run("search", question, "--json", "-k", "8", "--mode", "dense").stdout
+        on_file = run("search", question, "--json", "-k", "8", "--mode", "dense", "--db", back).stdout
+        assert json.loads(on_pg) == json.loads(on_file)
+    monkeypatch.setenv("RAGCLI_DB", str(back))
+    assert json.loads(run("summary", "show", "Aneurysms", "--json").stdout)
+
+
+def test_concurrent_writers_keep_every_book_whole_and_numbers_gapless(pg_library, embedder, tmp_path, monkeypatch):
+    """4 ingest processes (one file twice: stored once) and 4 `summary new` of one topic, all at once."""
+    from ragcli.ingest import pipeline as ingest
+
+    c = backend.connect(pg_library)
+    ingest.ingest_file(c, SAMPLE_BOOK, embedder, book_id="primer")  # something for the summaries to read
+    monkeypatch.setenv("RAGCLI_DB", pg_library)
+    env = dict(os.environ)
+    cmd = [sys.executable, "-m", "ragcli"]
+    files = [BOOKS["faa"], BOOKS["malawi"], BOOKS["heart"], BOOKS["heart"]]
+    procs = [subprocess.Popen(cmd + ["ingest", str(f), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=ROOT, env=env) for f in files]
+    procs += [subprocess.Popen(cmd + ["summary", "new", "aneurysm treatment", "--json", "--no-expand"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+              for _ in range(4)]
+    outs = [p.communicate(timeout=900) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, [err for _, err in outs]
+    statuses = sorted(_first(json.loads(out))["status"] for out, _ in outs[:4])
+    assert statuses == ["added", "added", "added", "unchanged"]
+    assert sorted(json.loads(out)["number"] for out, _ in outs[4:]) == [1, 2, 3, 4]
+    books = {b.id: b for b in store.list_books(c)}
+    assert len(books) == 4
+    for b in books.values():  # whole: every passage and figure caption has its vector
+        n_rows = c.execute("SELECT count(*) FROM passages WHERE book_id = ?", (b.id,)).fetchone()[0]
+        n_vecs = c.execute("SELECT count(*) FROM passage_vec WHERE book_id = ?", (b.id,)).fetchone()[0]
+        assert n_rows == n_vecs == b.passages + b.figures and b.passages > 0
+    assert summary_store.numbers(c, "aneurysm treatment") == [1, 2, 3, 4]
+    c.close()
+
+
+def _first(data):
+    """The one file's result of `ingest --json` (a list of results, or an object holding them)."""
+    if isinstance(data, list):
+        return data[0]
+    return data["results"][0] if "results" in data else data
+
+
+def test_kill_9_during_the_write_of_a_book_leaves_nothing(pg_library, embedder, tmp_path, monkeypatch):
+    """The ingester is stopped inside its write transaction: its last statement (the file's row) waits
+    on a row this test holds, after the book, its passages and its vectors were written. kill -9 there."""
+    import shutil
+
+    import psycopg
+
+    from ragcli.ingest import pipeline as ingest
+    from ragcli.store.postgres.connection import split_address
+
+    book = tmp_path / "book.pdf"
+    shutil.copyfile(SAMPLE_BOOK, book)
+    backend.connect(pg_library).close()  # the library exists
+    libpq, schema = split_address(pg_library)
+    holder = psycopg.connect(libpq)  # not autocommit: its transaction stays open
+    holder.execute(f'SET search_path TO "{schema}", public')
+    holder.execute("INSERT INTO books(id, title, path, file_hash, page_count, ingested_at) "
+                   "VALUES ('holder', 't', 'p', 'h', 1, 'now')")
+    holder.execute("INSERT INTO files(path, book_id, size, mtime_ns, file_hash) VALUES (%s, 'holder', 0, 0, 'h')",
+                   (str(book.resolve()),))
+    monkeypatch.setenv("RAGCLI_DB", pg_library)
+    proc = subprocess.Popen([sys.executable, "-m", "ragcli", "ingest", str(book)], cwd=ROOT, env=dict(os.environ),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watcher = psycopg.connect(libpq, autocommit=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            waiting = watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ragcli' "
+                                      "AND wait_event_type = 'Lock' AND query ILIKE 'INSERT INTO files%%'").fetchone()[0]
+            if waiting:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the ingester ended before it reached its last write"
+        assert waiting, "the ingester never reached its last write"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        holder.rollback()
+        holder.close()
+    for _ in range(100):  # the server ends the killed client's transaction when it sees the socket close
+        if not watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ragcli'").fetchone()[0]:
+            break
+        time.sleep(0.1)
+    watcher.close()
+    c = backend.connect(pg_library)
+    assert store.list_books(c) == [] and store.counts(c)["passages"] == 0 and store.counts(c)["figures"] == 0
+    assert not vector_index.has_vectors(c)  # even the vector tables, created in that transaction, are gone
+    assert ingest.ingest_file(c, book, embedder).status == "added"  # and the next ingest runs whole
+    c.close()
+
+
+def test_the_address_comes_from_the_flag_the_environment_or_the_config_file(tmp_path, monkeypatch):
+    from ragcli import config
+    from ragcli.store.address import redact
+
+    monkeypatch.delenv("RAGCLI_DB")
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('db = "postgresql://team@db.example:5433/library?schema=lab"\n')
+    monkeypatch.setenv("RAGCLI_CONFIG", str(cfg))
+    assert config.db_path() == "postgresql://team@db.example:5433/library?schema=lab"
+    monkeypatch.setenv("RAGCLI_DB", "postgres://me:pw@h/x")
+    assert config.db_path() == "postgres://me:pw@h/x"
+    assert config.db_path(str(tmp_path / "a.db")) == tmp_path / "a.db"
+    assert redact("postgresql://me:pa:ss@h:5/x?sslmode=require&password=zz") == \
+        "postgresql://me@h:5/x?sslmode=require&password=***"
+    assert redact("postgresql://h/x") == "postgresql://h/x" and redact("/a/b.db") == "/a/b.db"
+
+
+def test_serve_shares_a_pool_of_connections(pg_library, embedder):
+    """`serve` on a PostgreSQL library: one pooled connection for every thread, at most POOL_SIZE
+    server connections, the same hits from each thread as from one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragcli.ingest import pipeline as ingest
+    from ragcli.serve.library import POOL_SIZE, Library
+
+    c = backend.connect(pg_library)
+    ingest.ingest_file(c, SAMPLE_BOOK, embedder, book_id="primer")
+    c.close()
+    lib = Library(pg_library, embedder)
+    assert lib.conn() is lib.conn() and lib.conn()._pool is not None
+    one = lib.search("how is an aneurysm clipped", k=5)
+    with ThreadPoolExecutor(12) as pool:
+        many = list(pool.map(lambda _: lib.search("how is an aneurysm clipped", k=5), range(24)))
+    assert all(m == one for m in many) and len(one) == 5
+    assert lib.conn()._pool.get_stats()["pool_size"] <= POOL_SIZE
+    lib.conn().close()
