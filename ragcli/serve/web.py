@@ -3,8 +3,8 @@ topics and their numbered summaries, the library), as plain HTML, CSS and one sc
 ragcli/serve/web/ (no build step, nothing fetched from another host).
 
     GET  /                                  the page (index.html); /web/app.js, /web/style.css
-    POST /web/key   {key}                   with --api-key: checks the key, keeps it in an HttpOnly,
-                                            SameSite=Strict cookie (the page asks for it once)
+    POST /web/key   {key}                   with --api-key: checks the key, starts a session (a random
+                                            token in an HttpOnly, SameSite=Strict cookie; serve/guard.py)
     GET  /web/api/session                   what the page may offer: model, ingest allowed
     POST /web/api/ask {question, conversation_id?, book?}   SSE: standalone, phase, text, done (the turn)
     POST /web/api/summaries {topic}         SSE: phase, text, done (the new numbered summary)
@@ -25,8 +25,6 @@ This module does not import serve/http.py (which mounts it): what it needs of it
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import os
 import tempfile
@@ -37,7 +35,6 @@ from typing import Callable, Optional, Union
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr
 
 from ragcli.errors import UsageError
-from ragcli.serve.guard import COOKIE
 from ragcli.serve.library import Cancelled, Job, Library
 
 # The page shell and the key form: served without the key (they hold no data of the corpus).
@@ -73,13 +70,6 @@ FILES = {"/": ("index.html", "text/html; charset=utf-8"),
          "/web/style.css": ("style.css", "text/css; charset=utf-8")}
 MAX_UPLOAD = 512 << 20  # bytes of an uploaded book
 UPLOAD_SUFFIXES = (".pdf", ".epub", ".docx", ".html", ".htm", ".txt", ".md")
-
-
-def cookie_token(api_key: str) -> str:
-    """The cookie's value: derived from the key (the key itself is never stored in the browser)."""
-    return hmac.new(api_key.encode("utf-8"), b"ragcli web page", hashlib.sha256).hexdigest()
-
-
 
 
 def secured(response):
@@ -202,12 +192,7 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
         given = (await kit.read_json(request, KeyBody)).key
         if not api_key:
             return JSONResponse({"ok": True, "key_required": False})
-        if not kit.key_matches(given):
-            return JSONResponse({"error": {"message": "wrong API key", "type": "unauthorized", "code": None}},
-                                status_code=401)
-        response = JSONResponse({"ok": True, "key_required": True})
-        response.set_cookie(COOKIE, cookie_token(api_key), httponly=True, samesite="strict", path="/")
-        return response
+        return kit.login(request, given)  # serve/http.py: rate limit, log, a random session token
 
     async def blocking(fn: Callable):
         ticket = admission.admit()
