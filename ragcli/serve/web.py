@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -35,6 +36,7 @@ from typing import Callable, Optional, Union
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr
 
 from ragcli.errors import UsageError
+from ragcli.ingest import paths
 from ragcli.serve.library import Cancelled, Job, Library
 
 # The page shell and the key form: served without the key (they hold no data of the corpus).
@@ -163,11 +165,14 @@ def _error_data(exc: BaseException) -> dict:
     return {"message": message, "code": getattr(exc, "exit_code", 70)}
 
 
+ID = re.compile(r"[0-9]{1,15}")  # ASCII digits only (str.isdigit takes `²` and `٣`), below SQLite's 2^63
+
+
 def _number(text: Optional[str], name: str) -> Optional[int]:
     if text is None or text == "":
         return None
-    if not text.isdigit() or int(text) < 1:
-        raise UsageError(f"`{name}` must be a whole number of 1 or more, not {text!r}")
+    if not ID.fullmatch(text) or int(text) < 1:
+        raise UsageError(f"`{name}` must be a whole number from 1 to {10 ** 15 - 1}, not {text[:40]!r}")
     return int(text)
 
 
@@ -215,8 +220,8 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
     async def ask(request):
         data = await kit.read_json(request, AskBody)
         question, cid, book = data.question, data.conversation_id, data.book
-        if cid is not None and cid < 1:
-            raise UsageError("`conversation_id` must be 1 or more")
+        if cid is not None and not 1 <= cid < 10 ** 15:
+            raise UsageError(f"`conversation_id` must be a whole number from 1 to {10 ** 15 - 1}")
         ticket, job = admission.admit(), Job()
 
         def work(put):
@@ -255,11 +260,10 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
         if library.ingest_root is None:
             raise kit.HTTPError(403, "uploading is off: start the server with --allow-ingest FOLDER",
                                 "forbidden", 2)
-        name = Path(request.query_params.get("name") or "").name
-        if not name or name.startswith(".") or not name.lower().endswith(UPLOAD_SUFFIXES):
-            raise UsageError(f"`name` must be a file name ending in {', '.join(UPLOAD_SUFFIXES)}, not {name!r}")
-        target = library.ingest_root / name
-        if target.exists():
+        # the name reduced to a safe set and length; the file written beside it, then linked to the name
+        # exclusively (a second upload of one name never replaces the first); removed if not ingested
+        name = paths.safe_upload_name(request.query_params.get("name") or "", UPLOAD_SUFFIXES)
+        if (library.ingest_root / name).exists():
             raise UsageError(f"{name} is already in {library.ingest_root}: rename the file to add it again")
         handle, partial = tempfile.mkstemp(prefix=".upload-", dir=library.ingest_root)
         size = 0
@@ -273,11 +277,18 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
                     out.write(part)
             if not size:
                 raise UsageError("the upload is empty")
-            os.replace(partial, target)
+            target = paths.create_exclusive(library.ingest_root, name, Path(partial))
         finally:
             if os.path.exists(partial):
                 os.unlink(partial)
-        return JSONResponse(await blocking(lambda: library.ingest(str(target))))
+        try:
+            report = await blocking(lambda: library.ingest(str(target)))
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+        if any(r.get("status") == "failed" for r in report):  # not in the corpus: the file goes too
+            target.unlink(missing_ok=True)
+        return JSONResponse(report)
 
     return [
         Route(path, guarded(page_file), methods=["GET"]) for path in FILES
