@@ -323,6 +323,10 @@ def parse(path: Path, password: Optional[str] = None, title: Optional[str] = Non
         if len(unreadable) * 2 > len(pages):
             raise InputError(f"{path}: {health.page_ranges(unreadable)[:60]} of {len(pages)} pages could "
                              f"not be read; the file is damaged")
+        junk = [p.number for p in pages if p.health and p.health.not_text]
+        if ocr == "never" and len(junk) * 2 > len(pages):
+            raise InputError(f"{path}: the text layer of {health.page_ranges(junk)[:60]} is not text (a damaged "
+                             f"font map?); OCR is off (--ocr never): read it with --ocr auto")
         if ocr == "never":
             raise InputError(f"{path}: no text layer (a scanned PDF?); OCR is off (--ocr never)")
         raise InputError(f"{path}: no text layer, and OCR found no text on its pages")
