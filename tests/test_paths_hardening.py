@@ -140,3 +140,21 @@ def test_create_exclusive_never_replaces(tmp_path):
     assert (tmp_path / "a.md").read_text() == "first"
     made = paths.create_exclusive(tmp_path, "b.md", tmp_path / ".part")
     assert made.read_text() == "second" and not (tmp_path / ".part").exists() and os.stat(made).st_nlink == 1
+
+
+def test_a_pdf_whose_name_is_not_utf8_is_refused_in_one_line(run_module, tmp_path):
+    """7df4928: "cannot be read as a PDF" (MuPDF takes names as UTF-8), and storing the name failed. The
+    corpus keeps paths as text: such a name is refused with exit 3 and the advice to rename it, never
+    an internal error; the PDF itself opens (pdf.mupdf_open reads it from its bytes)."""
+    from conftest import FIXTURE_PDFS
+    from ragcli.ingest import pdf
+
+    folder = tmp_path / "books"
+    folder.mkdir()
+    name = os.fsdecode(b"\xffhandbook.pdf")
+    shutil.copyfile(FIXTURE_PDFS["faa"], folder / name)
+    assert pdf.parse(folder / name, ocr="never").sections
+    res = run_module("ingest", str(folder / name), "--db", str(tmp_path / "c.db"))
+    line = [x for x in res.stderr.splitlines() if x.startswith("error")]
+    assert res.returncode == 3 and len(line) == 1 and "not valid UTF-8; rename" in line[0], res.stderr
+    assert "\\xffhandbook.pdf" in line[0]

@@ -66,6 +66,17 @@ class RawPage:
     ocr: str = ""  # the OCR engine that read this page; "" when its text layer was used
 
 
+def mupdf_open(path: Path, filetype: str):
+    """pymupdf.open of `path`; a name that is not UTF-8 (bytes the file system allows, kept by Python
+    as lone surrogates) is opened from its bytes: MuPDF takes file names as UTF-8 only."""
+    import pymupdf
+
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return pymupdf.open(stream=Path(path).read_bytes(), filetype=filetype)
+    return pymupdf.open(str(path), filetype=filetype)
+
 def open_pdf(path: Path, password: Optional[str] = None):
     """Open a PDF or raise InputError with a clear reason."""
     import pymupdf
@@ -79,7 +90,7 @@ def open_pdf(path: Path, password: Optional[str] = None):
     if b"%PDF-" not in head:
         raise InputError(f"{path}: not a PDF file")
     try:
-        doc = pymupdf.open(str(path), filetype="pdf")
+        doc = mupdf_open(path, "pdf")
     except Exception as exc:  # pymupdf raises several types for damaged files
         raise InputError(f"{path}: cannot be read as a PDF ({exc})") from exc
     if doc.needs_pass:

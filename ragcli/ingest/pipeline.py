@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import stat
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -140,6 +141,16 @@ class Prepared:
     stat: Optional[tuple[int, int]] = None  # (size, mtime_ns) before the file was read
 
 
+def check_name(path: Path) -> None:
+    """The corpus keeps a book's path as text: a name whose bytes are not UTF-8 (Python holds them as
+    lone surrogates) cannot be stored, and is refused before anything is read."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+        raise InputError(f"{shown}: the file name is not valid UTF-8; rename the file to ingest it") from None
+
+
 def prepare(path: Path, opts: FileOptions, file_hash: Optional[str],
             progress: Optional[Progress] = None, seen: Optional[tuple[int, int]] = None,
             read_from: Optional[Path] = None) -> Prepared:
@@ -147,6 +158,7 @@ def prepare(path: Path, opts: FileOptions, file_hash: Optional[str],
     `seen`: the file's (size, mtime_ns) before its hash was taken (else taken now). A file whose size
     or mtime changed while it was read is refused: its hash and its text may not be of the same bytes."""
     t0 = time.perf_counter()
+    check_name(path)
     source = read_from or path  # `read_from`: where the bytes of `path` are read (paths.opened)
     seen = seen or _stat(source)
     parsed = parse_file(source, opts.password, opts.title, progress, file_hash, opts.ocr, opts.ocr_engine)
@@ -176,6 +188,7 @@ def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, ti
     opened and checked once)."""
     opts = FileOptions(book_id, title, password, replace, strict, ocr, ocr_engine)
     t0 = time.perf_counter()
+    check_name(path)
     source = read_from or path
     seen = _stat(source)  # before the bytes are read: a file written after this is seen as changed
     file_hash = _file_hash(source) if source.is_file() else None  # read once: the parsers reuse it

@@ -53,9 +53,10 @@ class Environment:
 # overrides and isolates (text that reads one way and runs another): what untrusted text must not
 # carry to a terminal (escape sequences retitle windows, clear screens, fake output) or into a
 # document. Shown as a visible `\x1b` escape instead.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                      "\ud800-\udfff]")  # lone surrogates: a file name's bytes that are not UTF-8
 _CONTROL_OR_BREAK = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-                               "\u0085\u2028\u2029]")
+                               "\u0085\u2028\u2029\ud800-\udfff]")
 
 
 def _visible(match) -> str:
