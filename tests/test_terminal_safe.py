@@ -12,8 +12,6 @@ import re
 
 from hypothesis import given, strategies as st
 
-from ragcli.render.console import terminal_safe
-
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\x9b31m\u202egnp.exe"
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -24,6 +22,8 @@ def _clean(text: str) -> None:
 
 @given(st.text())
 def test_terminal_safe_leaves_no_control_character(text):
+    from ragcli.render.console import terminal_safe
+
     many = terminal_safe(text)
     one = terminal_safe(text, lines=False)
     _clean(many)
@@ -34,6 +34,8 @@ def test_terminal_safe_leaves_no_control_character(text):
 
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cf", "Zl", "Zp"))))
 def test_terminal_safe_changes_plain_text_not_at_all(text):
+    from ragcli.render.console import terminal_safe
+
     assert terminal_safe(text) == text and terminal_safe(text, lines=False) == text
 
 
