@@ -141,3 +141,32 @@ def test_a_missing_passage_or_page_is_a_json_404(keyed):
         assert status == 404 and json.loads(data)["error"]["code"] == 5, (path, data)
     status, _, data = call(keyed, "GET", "/web/api/passages/abc", auth)
     assert status == 400
+
+
+def test_a_failed_upload_is_removed_and_one_name_is_never_replaced(keyed):
+    """7df4928: a failed upload kept its file (the retry said "already in"), and of two uploads of one
+    name at once the slower replaced the file after the faster was ingested."""
+    import threading
+
+    auth = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/octet-stream"}
+    for _ in range(2):  # the same failure twice: the first left nothing behind
+        status, _, data = call(keyed, "POST", "/web/api/upload?name=broken.pdf", auth, b"%PDF-1.4 not a pdf at all")
+        assert status == 200 and json.loads(data)[0]["status"] == "failed", data
+        assert not (keyed.uploads / "broken.pdf").exists()
+    texts = {n: f"# Race {n}\n\nThe {n} twin valve of the pump house is checked each morning.\n".encode()
+             for n in ("first", "second")}
+    answers = {}
+
+    def send(n):
+        answers[n] = call(keyed, "POST", "/web/api/upload?name=twins.md", auth, texts[n])
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in texts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    codes = sorted(a[0] for a in answers.values())
+    assert codes == [200, 400], answers
+    winner = next(n for n, a in answers.items() if a[0] == 200)
+    assert (keyed.uploads / "twins.md").read_bytes() == texts[winner]  # the file is the book ingested
+    assert "already in" in json.loads(next(a for a in answers.values() if a[0] == 400)[2])["error"]["message"]
