@@ -70,6 +70,33 @@ def test_a_file_swapped_for_an_outside_link_is_never_read(library, tmp_path):
           f"0 outside")
 
 
+def test_a_swap_right_after_the_check_is_refused(library, tmp_path, monkeypatch):
+    """The race made certain: the file becomes a link to an outside file just after its real path was
+    checked (inside the folder), before anything is read. 7df4928 then read the outside file by name."""
+    lib, allowed = library
+    outside = tmp_path / "outside.md"
+    outside.write_text(SECRET)
+    target = allowed / "notes.md"
+    target.write_text(INSIDE)
+    checked = paths.real
+
+    def real_then_swapped(path):
+        found = checked(path)
+        if os.path.basename(str(path)) == "notes.md" and not os.path.islink(target):
+            link = allowed / ".swap"
+            os.symlink(outside, link)
+            os.replace(link, target)  # the attacker wins the race here
+        return found
+
+    monkeypatch.setattr(paths, "real", real_then_swapped)
+    try:
+        report = lib.ingest("notes.md")
+    except UsageError as exc:  # refused as a whole: as good
+        report = [{"status": "failed", "error": str(exc)}]
+    assert [r["status"] for r in report] == ["failed"], report
+    assert not any("zorbliquant" in h["text"] for h in lib.search("zorbliquant cipher", mode="lexical", k=5))
+
+
 def test_a_hard_link_to_an_outside_file_is_refused(library, tmp_path):
     lib, allowed = library
     outside = tmp_path / "outside.md"
