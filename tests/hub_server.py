@@ -11,6 +11,11 @@ Faults, set per test: `cut_at` (the first GET sends that many bytes of a full Co
 closes the connection), `stall_at` (the first GET sends that many bytes and then waits until released:
 an interrupted pull), `hub_sha` (another sha256 in X-Linked-Etag, as a corrupt mirror would send),
 `hub_size` (another size in X-Linked-Size: a file larger than any disk).
+Hostile faults (issue 44): `etag` / `commit` (any text in X-Linked-Etag and ETag / X-Repo-Commit, a path
+that climbs out of the cache say), `endless` (GET sends a chunked body that never ends), `ignore_range_cut`
+(every GET answers 200 from byte 0, ignoring Range, and closes after that many bytes), `get_status` (GET
+answers that status), `redirect` (GET answers 302 to that Location), `body` (GET sends these bytes
+instead of the file's, under the file's declared size).
 Every request is recorded in `requests` as (method, path, Range header).
 """
 from __future__ import annotations
@@ -32,6 +37,14 @@ class FakeHub:
         self.stall_at: Optional[int] = None
         self.hub_sha: Optional[str] = None
         self.hub_size: Optional[int] = None  # another size in X-Linked-Size (a file larger than the disk)
+        self.etag: Optional[str] = None
+        self.commit: Optional[str] = None
+        self.endless = False
+        self.ignore_range_cut: Optional[int] = None
+        self.get_status: Optional[int] = None
+        self.redirect: Optional[str] = None
+        self.body: Optional[bytes] = None
+        self.plain: dict[str, bytes] = {}  # other paths served as plain files (no Hub headers): {path: bytes}
         self.requests: list[tuple[str, str, Optional[str]]] = []
         self.stalled = threading.Event()  # set when a stalled GET has sent its part
         self.release = threading.Event()
@@ -65,6 +78,25 @@ class FakeHub:
                 self._resolve(body=True)
 
             def _resolve(self, body: bool):
+                if self.path in hub.plain:
+                    data = hub.plain[self.path]
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    if body:
+                        self.wfile.write(data)
+                    return
+                if body and hub.redirect is not None:
+                    self.send_response(302)
+                    self.send_header("Location", hub.redirect)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if body and hub.get_status is not None:
+                    self.send_response(hub.get_status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 m = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", self.path.split("?")[0])
                 if not m or m.group(1) != hub.repo:
                     self.send_response(404)
@@ -80,17 +112,29 @@ class FakeHub:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                sha = hub.hub_sha or hashlib.sha256(data).hexdigest()
+                sha = hub.etag or hub.hub_sha or hashlib.sha256(data).hexdigest()
                 start = 0
                 rng = self.headers.get("Range")
-                if body and rng:
+                if body and rng and hub.ignore_range_cut is None:
                     start = int(re.match(r"bytes=(\d+)-", rng).group(1))
                 self.send_response(206 if start else 200)
-                self.send_header("X-Repo-Commit", COMMIT)
+                self.send_header("X-Repo-Commit", hub.commit or COMMIT)
                 self.send_header("X-Linked-Etag", f'"{sha}"')
                 self.send_header("X-Linked-Size", str(hub.hub_size or len(data)))
                 self.send_header("ETag", f'"{sha}"')
                 self.send_header("Accept-Ranges", "bytes")
+                if body and hub.endless:  # a chunked body that never ends
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    block = b"x" * 65536
+                    try:
+                        while True:
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(block), block))
+                    except OSError:
+                        self.close_connection = True
+                        return
+                if body and hub.body is not None:
+                    data = hub.body
                 if start:
                     self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
                 self.send_header("Content-Length", str(len(data) - start))
@@ -99,6 +143,11 @@ class FakeHub:
                     return
                 part = data[start:]
                 gets = sum(1 for r in hub.requests if r[0] == "GET" and "/resolve/" in r[1])
+                if hub.ignore_range_cut is not None:  # every transfer: from byte 0, cut
+                    self.wfile.write(part[:hub.ignore_range_cut])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
                 if gets == 1 and hub.cut_at is not None:  # the first transfer: cut by the server
                     self.wfile.write(part[:hub.cut_at])
                     self.wfile.flush()

@@ -254,7 +254,8 @@ def test_interrupted_first_ingest_leaves_an_empty_corpus(cli, fingerprint, monke
 
 def test_an_argument_that_is_not_text_exits_2_with_a_message(corpus_db, tmp_path):
     """`ragcli search $'\\xff barriers'`: bytes the locale cannot decode are refused (exit 2, one line),
-    not an internal error; an existing file with such a name is still taken as a path."""
+    not an internal error; an existing file with such a name is still taken as a path, and refused as
+    a book in one line (exit 3: the corpus keeps paths as text; issue 44)."""
     import subprocess
     import sys
 
@@ -270,4 +271,6 @@ def test_an_argument_that_is_not_text_exits_2_with_a_message(corpus_db, tmp_path
     shutil.copyfile(FIXTURE_PDFS["malawi"], named)
     res = subprocess.run([sys.executable, "-m", "ragcli", "ingest", os.fsencode(named), "--json"],
                          capture_output=True, cwd=ROOT, env=env, timeout=300)
-    assert res.returncode == 0, res.stderr.decode("utf-8", "replace")[-500:]
+    err = res.stderr.decode("utf-8", "replace")
+    assert res.returncode == 3 and "caf\\xe9.pdf: the file name is not valid UTF-8; rename" in err, err[-500:]
+    assert "Traceback" not in err and "internal error" not in err

@@ -5,14 +5,19 @@
   request's id when it has one), the server answering the next request.
 - Tool calls with out-of-range numbers or a NUL in a path: a tool error with ragcli's one-line
   message; nothing on stderr but log lines, never a traceback.
-- Fuzzing: hypothesis draws tool calls with arbitrary JSON arguments for every tool: each gets a
-  reply with its id, none a traceback.
+- Fuzzing: hypothesis draws tool calls with arbitrary JSON arguments for every tool the server lists
+  (tools/list: a tool added later is fuzzed too), new examples every run (the seed printed on
+  failure): each gets a reply with its id, none a traceback or "internal error".
+- A request with a null id gets an error (not silence); argument types are strict (`true` is no
+  passage id); a 5,000-character path is a one-line refusal.
 - `ingest` of a folder with links leaving the allowed folder reads nothing outside it.
 """
 from __future__ import annotations
 
 import json
+import os
 import queue
+import random
 import shutil
 import subprocess
 import sys
@@ -20,7 +25,7 @@ import threading
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
 from serve_helpers import ROOT, corpus_copy, server_env
 
@@ -116,12 +121,18 @@ def test_malformed_lines_get_a_json_rpc_error_and_the_server_goes_on(rpc):
     ("ingest", {"path": "a\x00b.pdf"}, "NUL"),
     ("search", {"query": "bone", "k": 10 ** 30}, "k must be between"),
     ("read_passage", {"passage_id": "abc"}, "`passage_id`"),
+    ("read_passage", {"passage_id": True}, "`passage_id`"),
+    ("search", {"query": "bone", "k": "3"}, "`k`"),
+    ("summary_show", {"topic": "bleeding", "number": 1.0}, "`number`"),
+    ("ingest", {"path": "a" * 5000 + ".pdf"}, "too long"),
+    ("ingest", {"path": "/".join(["b" * 250] * 30)}, "too long"),
 ])
 def test_tool_errors_are_one_line_results_and_no_traceback(rpc, tool, arguments, words):
     reply = rpc.call(tool, arguments)
     assert reply["result"]["isError"], reply
     message = text_of(reply)
     assert words in message and "\n" not in message and "Traceback" not in message, message
+    assert "internal error" not in message, message  # 7df4928's long paths: "internal error: OSError: ... too long"
     assert not message.startswith("Error executing tool"), message  # ragcli's own line, as the CLI prints it
     assert "Traceback" not in "".join(rpc.stderr)
     assert all(line.startswith("ragcli mcp: ") for line in rpc.stderr if line.strip()), rpc.stderr[-5:]
@@ -129,30 +140,55 @@ def test_tool_errors_are_one_line_results_and_no_traceback(rpc, tool, arguments,
 
 ARGS = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.integers(min_value=-10 ** 40, max_value=10 ** 40),
                               st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20),
-                              st.sampled_from(["\x00", "bone", "primer", "..", "/etc/hostname", "", "1", "hybrid"])),
+                              st.sampled_from(["\x00", "bone", "primer", "..", "/etc/hostname", "", "1", "hybrid",
+                                               "a" * 5000, "\udcff.pdf", "sub", "x" * 300 + ".md", "~/x.pdf"])),
                     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner,
                                                                                          max_size=3)), max_leaves=8)
 FIELDS = ["query", "question", "book", "k", "mode", "topic", "number", "passage_id", "neighbours", "path"]
 CALL = st.tuples(st.sampled_from(TOOLS), st.one_of(st.dictionaries(st.sampled_from(FIELDS), ARGS, max_size=4), ARGS))
 
 
+def test_a_request_with_a_null_id_gets_an_error(rpc):
+    rpc.send_raw(b'{"jsonrpc": "2.0", "id": null, "method": "ping"}')
+    reply = rpc.reply(30)
+    assert reply["id"] is None and reply["error"]["code"] == -32600 and "null" in reply["error"]["message"]
+    assert "result" in rpc.request("ping")
+
+
+SEED = int(os.environ.get("RAGCLI_FUZZ_SEED") or random.SystemRandom().randrange(2 ** 32))
+
+
 def test_fuzzed_tool_calls_always_get_a_reply_and_never_a_traceback(rpc):
     replies = {"result": 0, "error": 0}
+    listed = [t["name"] for t in rpc.request("tools/list")["result"]["tools"]]
+    assert set(listed) == set(TOOLS), listed  # every tool the server offers is drawn below
+    fields = sorted({name for t in rpc.request("tools/list")["result"]["tools"]
+                     for name in t["inputSchema"].get("properties", {})})
+    call = st.tuples(st.sampled_from(listed), st.one_of(st.dictionaries(st.sampled_from(fields), ARGS, max_size=4),
+                                                        ARGS))
+    tools: dict[str, int] = {}
 
-    @settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(CALL)
+    @seed(SEED)
+    @settings(max_examples=400, deadline=None, database=None, derandomize=False,
+              suppress_health_check=list(HealthCheck))
+    @given(call)
     def one(call):
         tool, arguments = call
         reply = rpc.call(tool, arguments)
+        tools[tool] = tools.get(tool, 0) + 1
         replies["result" if "result" in reply else "error"] += 1
+        where = f"seed {SEED} (RAGCLI_FUZZ_SEED={SEED} repeats this run)"
         if "result" in reply and reply["result"].get("isError"):
-            assert "Traceback" not in text_of(reply)
+            assert "Traceback" not in text_of(reply), (where, tool, arguments)
+            assert "internal error" not in text_of(reply), (where, tool, arguments, text_of(reply))
 
     one()
     assert sum(replies.values()) >= 400, replies
+    assert set(tools) == set(listed), tools
     assert "result" in rpc.request("tools/list")
-    assert "Traceback" not in "".join(rpc.stderr), "".join(rpc.stderr)[-3000:]
-    print(f"mcp fuzz: {replies}")
+    stderr = "".join(rpc.stderr)
+    assert "Traceback" not in stderr and "internal error" not in stderr, (SEED, stderr[-3000:])
+    print(f"mcp fuzz (seed {SEED}): {replies}, per tool {tools}")
 
 
 def test_mcp_ingest_reads_nothing_through_links_leaving_the_allowed_folder(mcp_escape):

@@ -28,8 +28,10 @@ def keyed(template_db, model_cache, tmp_path_factory):
     server.stop()
 
 
-def call(server, method: str, path: str, headers=None, body=None):
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+def call(server, method: str, path: str, headers=None, body=None, source: str = ""):
+    """`source`: another loopback address to send from (wrong keys are rate-limited per address)."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300,
+                                      source_address=(source, 0) if source else None)
     conn.request(method, path, body=body, headers=headers or {})
     response = conn.getresponse()
     data = response.read()
@@ -50,9 +52,19 @@ def every_route(db: Path) -> list[tuple[str, str]]:
     return out
 
 
-def test_every_route_needs_the_key_but_the_page_shell(keyed):
-    from ragcli.serve.web import PUBLIC, cookie_token
+def login(server) -> str:
+    """The page's key form with the right key: the `Cookie` header its answer sets."""
+    status, headers, _ = call(server, "POST", "/web/key", {"Content-Type": "application/json"},
+                              json.dumps({"key": KEY}).encode())
+    assert status == 200
+    return next(v for k, v in headers.items() if k.lower() == "set-cookie").split(";")[0]
 
+
+def test_every_route_needs_the_key_but_the_page_shell(keyed):
+    from ragcli.serve.web import PUBLIC
+
+    session = login(keyed)
+    name = f"ragcli_session_{keyed.port}"
     routes = every_route(keyed.db)
     assert ("GET", "/") in routes and ("POST", "/web/api/ask") in routes and ("GET", "/books") in routes
     body = json.dumps({"question": "what is a craniotomy?", "topic": "aneurysms", "key": "wrong"}).encode()
@@ -65,25 +77,25 @@ def test_every_route_needs_the_key_but_the_page_shell(keyed):
             continue
         assert status == 401, (method, path, status, data[:200])
         assert json.loads(data)["error"]["type"] == "unauthorized"
-        for wrong in ({"Authorization": "Bearer nope"}, {"Cookie": "ragcli_key=" + cookie_token("nope")},
-                      {"Cookie": f"ragcli_key={KEY}"}):  # the key itself is not the cookie's value
-            assert call(keyed, method, path, {**kind, **wrong}, send)[0] == 401, (method, path, wrong)
-        for right in ({"Authorization": f"Bearer {KEY}"}, {"Cookie": "ragcli_key=" + cookie_token(KEY)}):
+        source = f"127.0.0.{2 + routes.index((method, path))}"  # under the per-address limit of wrong keys
+        for wrong in ({"Authorization": "Bearer nope"}, {"Cookie": f"{name}=" + "A" * 43},
+                      {"Cookie": f"{name}={KEY}"}, {"Cookie": f"ragcli_session_1={session.split('=', 1)[1]}"}):
+            assert call(keyed, method, path, {**kind, **wrong}, send, source)[0] == 401, (method, path, wrong)
+        for right in ({"Authorization": f"Bearer {KEY}"}, {"Cookie": session}):
             status = call(keyed, method, path, {**kind, **right}, send)[0]
             assert status not in (401, 500), (method, path, right, status)
 
 
 def test_the_key_form_sets_an_httponly_strict_cookie_only_for_the_right_key(keyed):
-    from ragcli.serve.web import cookie_token
-
     status, headers, _ = call(keyed, "POST", "/web/key", {"Content-Type": "application/json"},
-                              json.dumps({"key": "nope"}).encode())
+                              json.dumps({"key": "nope"}).encode(), source="127.0.0.200")
     assert status == 401 and "set-cookie" not in {k.lower() for k in headers}
     status, headers, _ = call(keyed, "POST", "/web/key", {"Content-Type": "application/json"},
                               json.dumps({"key": KEY}).encode())
     cookie = next(v for k, v in headers.items() if k.lower() == "set-cookie")
-    assert status == 200 and cookie.startswith(f"ragcli_key={cookie_token(KEY)};")
+    assert status == 200 and cookie.startswith(f"ragcli_session_{keyed.port}=")
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and KEY not in cookie
+    assert re.search(r"Max-Age=(\d+)", cookie) and int(re.search(r"Max-Age=(\d+)", cookie).group(1)) <= 24 * 3600
 
 
 def test_the_page_is_small_and_carries_its_policy(keyed):
@@ -174,3 +186,32 @@ def test_conversations_are_renamed_and_deleted(keyed):
     assert call(keyed, "POST", f"/web/api/conversations/{cid}/delete", auth, b"{}")[0] == 404
     session = json.loads(call(keyed, "GET", "/web/api/session", auth)[2])
     assert session["generating"] == 0
+
+
+def test_a_failed_upload_is_removed_and_one_name_is_never_replaced(keyed):
+    """7df4928: a failed upload kept its file (the retry said "already in"), and of two uploads of one
+    name at once the slower replaced the file after the faster was ingested."""
+    import threading
+
+    auth = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/octet-stream"}
+    for _ in range(2):  # the same failure twice: the first left nothing behind
+        status, _, data = call(keyed, "POST", "/web/api/upload?name=broken.pdf", auth, b"%PDF-1.4 not a pdf at all")
+        assert status == 200 and json.loads(data)[0]["status"] == "failed", data
+        assert not (keyed.uploads / "broken.pdf").exists()
+    texts = {n: f"# Race {n}\n\nThe {n} twin valve of the pump house is checked each morning.\n".encode()
+             for n in ("first", "second")}
+    answers = {}
+
+    def send(n):
+        answers[n] = call(keyed, "POST", "/web/api/upload?name=twins.md", auth, texts[n])
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in texts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    codes = sorted(a[0] for a in answers.values())
+    assert codes == [200, 400], answers
+    winner = next(n for n, a in answers.items() if a[0] == 200)
+    assert (keyed.uploads / "twins.md").read_bytes() == texts[winner]  # the file is the book ingested
+    assert "already in" in json.loads(next(a for a in answers.values() if a[0] == 400)[2])["error"]["message"]

@@ -43,6 +43,9 @@ def pull_cmd(
              "one Q4_K_M GGUF), REPO/FILE.gguf, or a https://.../ORG/NAME/resolve/REVISION/FILE.gguf URL.")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Without a NAME: pull the largest catalogue model "
                                       "that fits this machine's memory.")] = False,
+    sha256: Annotated[Optional[str], typer.Option("--sha256", metavar="HEX", help="The file's expected sha256 "
+                                                  "(checked before it is used); without it a URL's file gets "
+                                                  "its sha256 computed and shown.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Download a GGUF chat model into the Hugging Face cache: resumed when interrupted, its sha256
@@ -72,7 +75,7 @@ def pull_cmd(
         spec = best.name
         if not json_out:
             info(f"pulling {best.name} ({best.title}, {best.size_gb:.2f} GB), the largest that fits")
-    target = download.target(spec)
+    target = download.target(spec, sha256)
     label = target.name or (f"{target.repo}/{target.file}" if target.file else target.repo)
     with PullProgress(label, json_out) as report:
         pulled = download.pull(target, report)

@@ -57,7 +57,9 @@ def _parse_pymupdf(path: Path, fmt: str, title, on_page, ocr, ocr_engine, file_h
     if fmt == "epub" and not zipfile.is_zipfile(path):
         raise InputError(f"{path}: not an EPUB (not a zip archive); the file is damaged or of another kind")
     try:
-        doc = pymupdf.open(str(path), filetype=fmt)
+        from ragcli.ingest.pdf import mupdf_open
+
+        doc = mupdf_open(path, fmt)
         if doc.is_reflowable:
             doc.layout(**LAYOUT)
         total = doc.page_count

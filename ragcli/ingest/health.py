@@ -114,6 +114,8 @@ def classify(pages: list[PageHealth]) -> None:
 # whose characters are wrong: letters shifted ("Qsjnfs pg" for "Primer of"), control characters for
 # the spaces. MuPDF reports nothing, the page image is intact. Two signs, each enough on its own:
 
+JUNK_SHARE = 0.5  # more of a page's characters than this U+FFFD or unassigned code points: no text at all
+JUNK_MIN_CHARS = 20  # ... on a page of at least this many characters (the sign needs no words to compare)
 NOT_TEXT_MIN_CHARS = 200  # shorter pages (titles, captions, blank-ish pages) give too little evidence
 CONTROL_SHARE = 0.01  # control characters between two letters over this share of the characters ...
 CONTROL_MIN = 10  # ... and at least this many (a stray byte on a cover page is not a broken font map;
@@ -132,6 +134,11 @@ COMMON_WORDS = ENGLISH | {w for words in FUNCTION_WORDS.values() for w in words}
 def not_language(text: str) -> Optional[str]:
     """Why a page's extracted text is not words of any language, or None when it reads as text."""
     chars = [c for c in text if not c.isspace()]
+    # a font map that maps every glyph to nothing: the reader gives U+FFFD (or code points no script
+    # has) for each, with the spaces between words intact (../shared/data/damaged/m041: all of it)
+    junk = sum(1 for c in chars if c == "\ufffd" or unicodedata.category(c) == "Cn")
+    if len(chars) >= JUNK_MIN_CHARS and junk > JUNK_SHARE * len(chars):
+        return f"{junk} of its {len(chars)} characters are replacement characters (U+FFFD) or unassigned"
     if len(chars) < NOT_TEXT_MIN_CHARS:
         return None
     controls = sum(1 for i in range(1, len(text) - 1)

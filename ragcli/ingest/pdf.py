@@ -66,6 +66,17 @@ class RawPage:
     ocr: str = ""  # the OCR engine that read this page; "" when its text layer was used
 
 
+def mupdf_open(path: Path, filetype: str):
+    """pymupdf.open of `path`; a name that is not UTF-8 (bytes the file system allows, kept by Python
+    as lone surrogates) is opened from its bytes: MuPDF takes file names as UTF-8 only."""
+    import pymupdf
+
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return pymupdf.open(stream=Path(path).read_bytes(), filetype=filetype)
+    return pymupdf.open(str(path), filetype=filetype)
+
 def open_pdf(path: Path, password: Optional[str] = None):
     """Open a PDF or raise InputError with a clear reason."""
     import pymupdf
@@ -79,7 +90,7 @@ def open_pdf(path: Path, password: Optional[str] = None):
     if b"%PDF-" not in head:
         raise InputError(f"{path}: not a PDF file")
     try:
-        doc = pymupdf.open(str(path), filetype="pdf")
+        doc = mupdf_open(path, "pdf")
     except Exception as exc:  # pymupdf raises several types for damaged files
         raise InputError(f"{path}: cannot be read as a PDF ({exc})") from exc
     if doc.needs_pass:
@@ -323,6 +334,10 @@ def parse(path: Path, password: Optional[str] = None, title: Optional[str] = Non
         if len(unreadable) * 2 > len(pages):
             raise InputError(f"{path}: {health.page_ranges(unreadable)[:60]} of {len(pages)} pages could "
                              f"not be read; the file is damaged")
+        junk = [p.number for p in pages if p.health and p.health.not_text]
+        if ocr == "never" and len(junk) * 2 > len(pages):
+            raise InputError(f"{path}: the text layer of {health.page_ranges(junk)[:60]} is not text (a damaged "
+                             f"font map?); OCR is off (--ocr never): read it with --ocr auto")
         if ocr == "never":
             raise InputError(f"{path}: no text layer (a scanned PDF?); OCR is off (--ocr never)")
         raise InputError(f"{path}: no text layer, and OCR found no text on its pages")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import stat
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -140,15 +141,30 @@ class Prepared:
     stat: Optional[tuple[int, int]] = None  # (size, mtime_ns) before the file was read
 
 
+def check_name(path: Path) -> None:
+    """The corpus keeps a book's path as text: a name whose bytes are not UTF-8 (Python holds them as
+    lone surrogates) cannot be stored, and is refused before anything is read."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+        raise InputError(f"{shown}: the file name is not valid UTF-8; rename the file to ingest it") from None
+
+
 def prepare(path: Path, opts: FileOptions, file_hash: Optional[str],
-            progress: Optional[Progress] = None, seen: Optional[tuple[int, int]] = None) -> Prepared:
+            progress: Optional[Progress] = None, seen: Optional[tuple[int, int]] = None,
+            read_from: Optional[Path] = None) -> Prepared:
     """Parse, chunk and extract the vocabulary of one file: no database, no model (runs in a worker).
     `seen`: the file's (size, mtime_ns) before its hash was taken (else taken now). A file whose size
     or mtime changed while it was read is refused: its hash and its text may not be of the same bytes."""
     t0 = time.perf_counter()
-    seen = seen or _stat(path)
-    parsed = parse_file(path, opts.password, opts.title, progress, file_hash, opts.ocr, opts.ocr_engine)
-    if seen and _stat(path) != seen:
+    check_name(path)
+    source = read_from or path  # `read_from`: where the bytes of `path` are read (paths.opened)
+    seen = seen or _stat(source)
+    parsed = parse_file(source, opts.password, opts.title, progress, file_hash, opts.ocr, opts.ocr_engine)
+    if read_from is not None:
+        parsed.source_path = str(path)
+    if seen and _stat(source) != seen:
         raise InputError(f"{path}: changed while it was being read; not ingested (try again when it is "
                          f"complete)")
     if opts.strict and parsed.warnings:
@@ -166,19 +182,23 @@ def prepare(path: Path, opts: FileOptions, file_hash: Optional[str],
 def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, title: Optional[str] = None,
                 password: Optional[str] = None, replace: bool = False, strict: bool = False,
                 progress: Optional[Progress] = None, ocr: str = "auto", ocr_engine: str = "",
-                on_embedded: Optional[Callable[[int], None]] = None) -> IngestResult:
+                on_embedded: Optional[Callable[[int], None]] = None, read_from: Optional[Path] = None) -> IngestResult:
     """Parse, chunk, embed and store one file. A book that lost text while being read goes in with
     `warnings`, or with strict=True is refused (InputError, nothing written). `ocr`: auto | always |
-    never; `ocr_engine`: a name of ingest.ocr.ENGINES ("" = the default)."""
+    never; `ocr_engine`: a name of ingest.ocr.ENGINES ("" = the default). `read_from`: the path its
+    bytes (hash and text) are read from, when not `path` itself (ingest/paths.opened: a descriptor
+    opened and checked once)."""
     opts = FileOptions(book_id, title, password, replace, strict, ocr, ocr_engine)
     t0 = time.perf_counter()
-    seen = _stat(path)  # before the bytes are read: a file written after this is seen as changed
-    file_hash = _file_hash(path) if path.is_file() else None  # read once: the parsers reuse it
+    check_name(path)
+    source = read_from or path
+    seen = _stat(source)  # before the bytes are read: a file written after this is seen as changed
+    file_hash = _file_hash(source) if source.is_file() else None  # read once: the parsers reuse it
     same = store.book_by_hash(conn, file_hash) if file_hash else None
     if same and (book_id in (None, same.id)):  # the same bytes are already in: do not even parse
         return _unchanged(path, same, t0)
-    return store_prepared(conn, prepare(path, opts, file_hash, progress, seen), embedder, opts, progress, t0,
-                          on_embedded)
+    return store_prepared(conn, prepare(path, opts, file_hash, progress, seen, read_from), embedder, opts, progress,
+                          t0, on_embedded)
 
 
 def store_prepared(conn, prep: Prepared, embedder, opts: FileOptions, progress: Optional[Progress] = None,

@@ -33,13 +33,11 @@ class Environment:
     def console(self, stderr: bool = False):
         """On a terminal: text wrapped at word boundaries to its width. Elsewhere (a pipe, a file):
         plain text, one line per line (no hard wrapping) and no trailing spaces."""
-        from rich.console import Console
-
         stream = self.stderr if stderr else self.stdout
         if self.isatty(stderr):
-            return Console(file=stream, highlight=False, no_color=not self.colour or None)
-        return Console(file=_NoTrailingSpaces(stream), highlight=False, soft_wrap=True, width=PIPE_WIDTH,
-                       no_color=not self.colour or None)
+            return _safe_console(file=stream, highlight=False, no_color=not self.colour or None)
+        return _safe_console(file=_NoTrailingSpaces(stream), highlight=False, soft_wrap=True, width=PIPE_WIDTH,
+                             no_color=not self.colour or None)
 
     def status_console(self):
         """The stderr console of a status line. On a terminal it writes through its own duplicate of
@@ -48,9 +46,49 @@ class Environment:
         descriptor 2 would vanish, leaving a still screen while the model loads."""
         if not self.stderr_isatty:
             return self.console(stderr=True)
-        from rich.console import Console
+        return _safe_console(file=_own_stream(self.stderr), highlight=False, no_color=not self.colour or None)
 
-        return Console(file=_own_stream(self.stderr), highlight=False, no_color=not self.colour or None)
+
+# C0 controls but tab and line feed, DEL, C1 controls (ESC and CSI among them) and the bidirectional
+# overrides and isolates (text that reads one way and runs another): what untrusted text must not
+# carry to a terminal (escape sequences retitle windows, clear screens, fake output) or into a
+# document. Shown as a visible `\x1b` escape instead.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                      "\ud800-\udfff]")  # lone surrogates: a file name's bytes that are not UTF-8
+_CONTROL_OR_BREAK = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                               "\u0085\u2028\u2029\ud800-\udfff]")
+
+
+def _visible(match) -> str:
+    ch = match.group(0)
+    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+
+
+def terminal_safe(text: str, lines: bool = True) -> str:
+    """Untrusted text (a book's title or passage, a question, a file name) safe to print or to write
+    into a document: control characters and escape sequences shown as visible escapes (`\x1b`), so
+    nothing in the text acts on the terminal. `lines=False` (a title, a heading, a name: one line):
+    line breaks become spaces too. Every console this module makes applies it to the text it is given;
+    call it yourself for text written by other means (a Markdown export, a raw stream)."""
+    if not isinstance(text, str):
+        text = str(text)
+    if lines:
+        return _CONTROL.sub(_visible, text) if _CONTROL.search(text) else text
+    text = re.sub("[\r\n\u0085\u2028\u2029]+", " ", text)
+    text = text.replace("\t", " ")
+    return _CONTROL_OR_BREAK.sub(_visible, text) if _CONTROL_OR_BREAK.search(text) else text
+
+
+def _safe_console(**kwargs):
+    """A rich Console whose every string (print's arguments, table cells, markup) goes through
+    terminal_safe before rich renders it: rich's own styling is added after, so colours still work."""
+    from rich.console import Console
+
+    class SafeConsole(Console):
+        def render_str(self, text, **kw):
+            return super().render_str(terminal_safe(text), **kw)
+
+    return SafeConsole(**kwargs)
 
 
 PIPE_WIDTH = 4000  # tables in a pipe are as wide as their content, never wrapped at 80 columns

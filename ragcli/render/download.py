@@ -37,8 +37,13 @@ def pulled_line(p, made_default: Optional[str]) -> str:
     how = ("already in the cache" if p.already else
            f"downloaded{f' (resumed at {p.resumed_from / 1e6:.1f} MB)' if p.resumed_from else ''} "
            f"in {p.seconds:.1f}s")
-    check = "the catalogue's" if p.checked_against == "catalogue" else "the Hub's"
-    line = f"[green]pulled[/] {escape(p.file)} ({p.size / 1e6:.1f} MB, {how}, sha256 matches {check}): {escape(p.path)}"
+    if p.checked_against == "computed":  # nothing to check against: the sha256 shown, to give next time
+        check = f"sha256 {p.sha256}, nothing to check it against (pass --sha256 to check it)"
+    else:
+        whose = {"catalogue": "the catalogue's", "given": "the one given with --sha256"}.get(p.checked_against,
+                                                                                           "the Hub's")
+        check = f"sha256 {p.sha256[:12]}... matches {whose}"
+    line = f"[green]pulled[/] {escape(p.file)} ({p.size / 1e6:.1f} MB, {how}, {check}): {escape(p.path)}"
     if made_default:
         line += f"\nnow the default model (written to {escape(made_default)}): `ragcli ask` uses it"
     return line

@@ -7,11 +7,13 @@ import re
 from rich.markup import escape
 from rich.text import Text
 
+from ragcli.render.console import terminal_safe
 from ragcli.render.links import gone_note, linked
 
 
 def _escape(text: str) -> str:
-    return escape(text)
+    """Untrusted one-line text (a title, a name, a question) for markup: escapes shown, one line."""
+    return escape(terminal_safe(text, lines=False))
 
 
 def change_line(c, dry_run: bool = False, prune: bool = False) -> str | None:
@@ -96,7 +98,7 @@ def _context(h) -> str:
 def marked(text: str, quote: str = ""):
     """The passage as rich Text; `quote` (the sentence an answer rests on) in reverse bold wherever it
     occurs, spaces and line breaks allowed to differ. Without a quote the whole passage is bold."""
-    text = " ".join(text.split())
+    text = " ".join(terminal_safe(text).split())
     out = Text(text)
     if not quote.strip():
         out.stylize("bold")

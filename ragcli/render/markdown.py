@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from ragcli.render.console import terminal_safe
 from ragcli.render.data import found_citations, summary_warnings, supported_share
 from ragcli.types import Summary
 
@@ -14,7 +15,13 @@ _LABEL = re.compile(r"\[([SF]\d+)\]")
 
 
 def _footnoted(text: str) -> str:
-    return _LABEL.sub(lambda m: f"[^{m.group(1)}]", text)
+    return _LABEL.sub(lambda m: f"[^{m.group(1)}]", terminal_safe(text))
+
+
+def _line(text: str) -> str:
+    """Untrusted text on one line of the document (a heading, an italic note): no control character,
+    no line break (a question ending in "\n# heading" would add a heading)."""
+    return terminal_safe(text or "", lines=False).strip()
 
 
 def _footnote(label: str, book: str, section: str, page_label, page, figure=None) -> str:
@@ -22,9 +29,9 @@ def _footnote(label: str, book: str, section: str, page_label, page, figure=None
 
 
 def _where(book: str, section: str, page_label, page, figure=None) -> str:
-    where = [book or "?"]
+    where = [_line(book) or "?"]
     if section:
-        where.append(section)
+        where.append(_line(section))
     if figure:
         where.append(f"Figure {figure}")
     where.append(f"p. {page_label}" + (f" (PDF page {page})" if page is not None else ""))
@@ -43,9 +50,9 @@ def _warnings_block(warnings) -> list[str]:
 
 
 def answer_markdown(answer) -> str:
-    lines = [f"# {answer.question.strip()}", ""]
+    lines = [f"# {_line(answer.question)}", ""]
     if answer.notice:
-        lines += [f"> {answer.notice}", ""]
+        lines += [f"> {_line(answer.notice)}", ""]
     shown = answer.answer if answer.status != "no_answer" else ""  # a withheld draft is not an answer
     lines += [_footnoted(shown) if shown else "*No answer.*", ""]
     block = _warnings_block(answer.warnings)
@@ -65,7 +72,7 @@ def answer_markdown(answer) -> str:
 
 
 def summary_markdown(summary: Summary) -> str:
-    lines = [f"# {summary.topic}", "",
+    lines = [f"# {_line(summary.topic)}", "",
              f"*Summary #{summary.number}, {summary.created_at.replace('T', ' ')[:16]}"
              + (", extractive (no model)" if summary.kind == "extractive" else "")
              + (f", {supported_share(summary.claims):.0%} of its factual sentences supported"
@@ -90,18 +97,18 @@ def conversation_markdown(conversation) -> str:
     standalone question it became, the answer with footnotes). Labels restart at S1 in every turn,
     so footnotes are named by turn: `[^2-S1]` is turn 2's S1."""
     books = f", books: {', '.join(conversation.book_ids)}" if conversation.book_ids else ""
-    lines = [f"# {conversation.title.strip()}", "",
+    lines = [f"# {_line(conversation.title)}", "",
              f"*Conversation {conversation.id}, started {conversation.created_at.replace('T', ' ')[:16]}, "
              f"{len(conversation.turns)} turns{books}*", ""]
     for t in conversation.turns:
-        lines += [f"## {t.number}. {t.question.strip()}", ""]
+        lines += [f"## {t.number}. {_line(t.question)}", ""]
         if t.rewritten:
-            lines += [f"*Read as: {t.standalone}*", ""]
+            lines += [f"*Read as: {_line(t.standalone)}*", ""]
         if t.stale:
             lines += [f"> **Stale:** the books changed since; gone: {', '.join(t.stale_sources)}", ""]
         if t.notice:
-            lines += [f"> {t.notice}", ""]
-        text = _LABEL.sub(lambda m, n=t.number: f"[^{n}-{m.group(1)}]", t.answer) \
+            lines += [f"> {_line(t.notice)}", ""]
+        text = _LABEL.sub(lambda m, n=t.number: f"[^{n}-{m.group(1)}]", terminal_safe(t.answer)) \
             if t.answer and t.status != "no_answer" else "*No answer.*"
         lines += [text, ""]
         if t.status == "extractive":

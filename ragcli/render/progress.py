@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional
 
-from ragcli.render.console import Environment
+from ragcli.render.console import Environment, terminal_safe
 
 # rich.progress (about 40 ms) is imported when a bar is drawn: piped and --json runs never load it.
 
@@ -74,7 +74,7 @@ class Progress:
         elapsed = now - self._start
         rate = f", {done / elapsed:.2f} pages/s" if elapsed > 0 else ""
         count = f"{done}/{total} pages" if done == self._read else f"{done} pages, at page {self._read}/{total}"
-        self.env.stderr.write(f"{self.name}: OCR {count}{rate}\n")
+        self.env.stderr.write(terminal_safe(f"{self.name}: OCR {count}{rate}", lines=False) + "\n")
         self.env.stderr.flush()
 
     def __exit__(self, *exc):
@@ -122,7 +122,7 @@ class RunProgress(Progress):
             if status.files_done == status.files_total or now - self._last_run_line >= PLAIN_EVERY:
                 self._last_run_line = now
                 if status.files_total > 1:
-                    self.env.stderr.write(f"ingest: {run_line(status)}\n")
+                    self.env.stderr.write(terminal_safe(f"ingest: {run_line(status)}", lines=False) + "\n")
                     self.env.stderr.flush()
             return
         if self.bar is None:

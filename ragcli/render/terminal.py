@@ -8,6 +8,7 @@ import textwrap
 from rich.markup import escape
 from rich.text import Text
 
+from ragcli.render.console import terminal_safe
 from ragcli.render.links import gone_note, linked
 from ragcli.render.data import found_citations, model_name, summary_row, summary_warnings, supported_share
 from ragcli.types import Book, Hit, Summary, SummarySource
@@ -16,7 +17,7 @@ from ragcli.types import Book, Hit, Summary, SummarySource
 def highlight(text: str, query: str):
     from ragcli.text import STOPWORDS
 
-    out = Text(text)
+    out = Text(terminal_safe(text))
     words = {w.lower() for w in re.findall(r"\w{3,}", query) if w.lower() not in STOPWORDS}
     for w in words:
         out.highlight_regex(re.compile(rf"\b{re.escape(w)}\w*", re.I), "bold yellow")
@@ -29,7 +30,8 @@ def snippet(text: str, limit: int = 300) -> str:
 
 
 def _escape(text: str) -> str:
-    return escape(text)
+    """Untrusted one-line text (a title, a name, a question) for markup: escapes shown, one line."""
+    return escape(terminal_safe(text, lines=False))
 
 
 # -- search, books, info, ingest, eval ------------------------------------------------------------
@@ -171,7 +173,8 @@ def book_row(b: Book, number=str) -> dict[str, str]:
 
 def books_lines(books: list[Book]) -> list[str]:
     """Books for a pipe: a header and one tab-separated line per book, every column, whole values."""
-    return ["\t".join(BOOK_COLUMNS)] + ["\t".join(book_row(b)[c] for c in BOOK_COLUMNS) for b in books]
+    return ["\t".join(BOOK_COLUMNS)] + ["\t".join(terminal_safe(str(book_row(b)[c]), lines=False) for c in BOOK_COLUMNS)
+                                        for b in books]
 
 
 def print_info(console, data: dict) -> None:
@@ -226,7 +229,7 @@ _LABEL = re.compile(r"\[([SF]\d+)\]")
 
 
 def styled_answer(text: str):
-    out = Text(text)
+    out = Text(terminal_safe(text))
     out.highlight_regex(_LABEL, "bold cyan")
     return out
 

@@ -383,7 +383,7 @@ class AnswerEvents:
 
 
 def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 1, waiting: int = 8,
-               host: str = "127.0.0.1", allowed: Sequence[str] = ()):
+               host: str = "127.0.0.1", allowed: Sequence[str] = (), port: Optional[int] = None):
     """The ASGI application (no socket: `run` serves it), every route behind serve/guard.py's Guard
     (Host, Origin, JSON POSTs, the key) for the names of `host` and `allowed`."""
     from starlette.applications import Starlette
@@ -486,17 +486,34 @@ def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 
     ]
     from ragcli.serve import web  # the page at / (serve/web.py)
 
+    sessions, attempts, cookie = guard.Sessions(), guard.Attempts(), guard.cookie_name(port)
+
+    def login(request, given: str):
+        """The page's key form: a wrong key is counted (429 past the limit) and refused with 401; the
+        right one starts a session (a random token in an HttpOnly, SameSite=Strict cookie)."""
+        client = guard.client_of(request.scope)
+        locked = attempts.refusal(client)
+        if locked is not None:
+            return locked
+        if not key_matches(api_key, given):
+            attempts.failed(client, "the page's key form")
+            return guard.error(401, "wrong API key", "unauthorized")
+        response = JSONResponse({"ok": True, "key_required": True})
+        response.set_cookie(cookie, sessions.new(), max_age=int(guard.SESSION_SECONDS), httponly=True,
+                            samesite="strict", path="/")
+        return response
+
     kit = SimpleNamespace(endpoint=endpoint, read_json=read_json, error_response=error_response,
                           Mailbox=Mailbox, until_disconnected=until_disconnected, HTTPError=HTTPError,
-                          key_matches=lambda given: key_matches(api_key, given))
+                          key_matches=lambda given: key_matches(api_key, given), login=login)
     routes += web.routes(library, admission, kit, api_key)
     # Middleware wraps the whole app: every route, the page's included, is guarded (Host, Origin, JSON
-    # POSTs, the key as a Bearer header or the page's cookie; only the page's shell and key form are public).
-    cookie = web.cookie_token(api_key) if api_key else None
+    # POSTs, the key as a Bearer header or the page's session cookie; only the page's shell and key form
+    # are public), and every response gets the security headers.
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed},
                     middleware=[Middleware(Guard, hosts=guard.allowed_hosts(host, allowed), api_key=api_key,
-                                           cookie=cookie, public=web.PUBLIC,
-                                           binary_posts=web.BINARY_POSTS)])
+                                           sessions=sessions, cookie=cookie, attempts=attempts,
+                                           public=web.PUBLIC, binary_posts=web.BINARY_POSTS)])
     app.state.admission = admission
     return app
 
@@ -513,50 +530,88 @@ def run(library: Library, host: str, port: int, api_key: Optional[str], parallel
 
     check_bind(host, api_key)
     bare = host.strip("[]")  # `[::1]` as a URL writes it; uvicorn binds the bare address
-    app = create_app(library, api_key, parallel, waiting, host=bare, allowed=allowed)
+    app = create_app(library, api_key, parallel, waiting, host=bare, allowed=allowed, port=port)
     shown = f"[{bare}]" if ":" in bare else bare
     log(f"http://{shown}:{port}/ (the page), http://{shown}:{port}/v1 (OpenAI-compatible), "
         f"model {library.model_name or 'none (extractive answers)'}, {parallel} at once, {waiting} queued, "
         f"{'API key required' if api_key else 'no API key (loopback only)'}")
     config = uvicorn.Config(app, host=bare, port=port, log_level="warning", access_log=False,
-                            timeout_graceful_shutdown=5, timeout_keep_alive=5, limit_concurrency=MAX_CONNECTIONS,
+                            timeout_graceful_shutdown=5, timeout_keep_alive=5,
                             h11_max_incomplete_event_size=MAX_HEADERS, http=protocol_class())
     uvicorn.Server(config).run()
 
 
-def protocol_class():
-    """uvicorn's HTTP protocol (httptools when installed, else h11), with the header deadline."""
+def protocol_class(max_connections: int = None, header_timeout: float = None, body_timeout: float = None,
+                   min_body_rate: float = None):
+    """uvicorn's HTTP protocol (httptools when installed, else h11), with the header deadline, the body
+    deadline and minimum rate, and the connection limit's 503 in the JSON error shape. The arguments
+    (tests lower them) default to the constants below."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
     except ImportError:
         from uvicorn.protocols.http.h11_impl import H11Protocol as base
-    return header_deadline_protocol(base)
+    return header_deadline_protocol(base, max_connections or MAX_CONNECTIONS, header_timeout or HEADER_TIMEOUT,
+                                    body_timeout or BODY_TIMEOUT, min_body_rate or MIN_BODY_RATE)
 
 
 HEADER_TIMEOUT = 10.0  # seconds a connection has to send a request's whole headers (from its opening, or
 # from the end of its previous response); uvicorn has no such limit (timeout_keep_alive restarts at every byte)
-MAX_CONNECTIONS = 100  # beyond this many open connections a request gets 503 at once (uvicorn's limit_concurrency)
+BODY_TIMEOUT = 10.0  # seconds a request's body may take from the end of its headers, plus its size at ...
+MIN_BODY_RATE = 1024.0  # ... this many bytes a second: a body trickled slower is cut (its connection closed)
+BODY_CHECK = 1.0  # seconds between two looks at a body's progress
+MAX_CONNECTIONS = 100  # beyond this many open connections a request gets 503 at once
 MAX_HEADERS = 16 * 1024  # bytes of a request's headers (h11's buffer of an incomplete event)
 
 
-def header_deadline_protocol(base):
-    """`base` (uvicorn's H11Protocol or HttpToolsProtocol) with a header-read deadline: a connection
-    that has not sent a request's complete headers HEADER_TIMEOUT seconds after opening (or after its
-    previous response ended) is closed. A slow client cannot hold a connection, keyed server or not
-    (the key is read only once the headers are in)."""
+def busy_app(app, protocol, most: int):
+    """`app` unless the server has `most` connections open already: then 503 in the JSON error shape,
+    and the connection closed (uvicorn's own limit_concurrency answers in plain text)."""
+    async def limited(scope, receive, send):
+        if scope["type"] == "http" and len(protocol.connections) > most:
+            body = json.dumps(error_body(f"the server has {most} connections open: try again shortly",
+                                         "server_busy", None)).encode()
+            await send({"type": "http.response.start", "status": 503, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                (b"retry-after", b"1"), (b"connection", b"close"), *guard.SECURITY_HEADERS]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+    return limited
+
+
+def header_deadline_protocol(base, max_connections: int = MAX_CONNECTIONS, header_timeout: float = HEADER_TIMEOUT,
+                             body_timeout: float = BODY_TIMEOUT, min_body_rate: float = MIN_BODY_RATE):
+    """`base` (uvicorn's H11Protocol or HttpToolsProtocol) with
+    - a header-read deadline: a connection that has not sent a request's complete headers
+      `header_timeout` seconds after opening (or after its previous response ended) is closed;
+    - a body deadline: a request whose body is not complete `body_timeout` seconds after its headers,
+      plus its bytes so far at `min_body_rate`, is closed (a body trickled a byte at a time, keyed or
+      not, answered already or not);
+    - the connection limit (`max_connections`) answered by busy_app.
+    A slow client cannot hold a connection (the key is read only once the headers are in)."""
 
     class HeaderDeadline(base):
         _deadline = None
+        _body_timer = None
         _headers_in = False  # the current request's headers were read
-        header_timeout = HEADER_TIMEOUT
+        _received = 0  # bytes received on the connection
+        _body_start = (0.0, 0)  # (when, bytes received) at the end of the current request's headers
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.app = busy_app(self.app, self, max_connections)
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
             self._arm()
 
+        def data_received(self, data: bytes) -> None:
+            self._received += len(data)
+            super().data_received(data)
+
         def _arm(self) -> None:
             self._disarm()
-            self._deadline = self.loop.call_later(self.header_timeout, self._expired)
+            self._deadline = self.loop.call_later(header_timeout, self._expired)
 
         def _disarm(self) -> None:
             if self._deadline is not None:
@@ -568,18 +623,43 @@ def header_deadline_protocol(base):
             if not self._headers_in and not self.transport.is_closing():
                 self.transport.close()
 
-        def on_headers_complete(self) -> None:  # httptools' parser calls it
-            self._headers_in = True
+        def _headers_done(self) -> None:
+            if not self._headers_in:
+                self._headers_in = True
+                self._body_start = (self.loop.time(), self._received)
+                self._watch_body()
             self._disarm()
+
+        def _watch_body(self) -> None:
+            if self._body_timer is not None:
+                self._body_timer.cancel()
+            self._body_timer = self.loop.call_later(BODY_CHECK, self._body_check)
+
+        def _body_check(self) -> None:
+            self._body_timer = None
+            cycle = getattr(self, "cycle", None)
+            if self.transport.is_closing() or cycle is None or not cycle.more_body:
+                return  # the body is in (or there is none)
+            if self.flow.read_paused and not cycle.response_complete:
+                self._watch_body()  # the app has not taken what came yet: not the client's delay
+                return
+            since, at = self._body_start
+            allowed = body_timeout + (self._received - at) / min_body_rate
+            if self.loop.time() - since > allowed:
+                self.transport.close()  # the app sees a disconnect
+                return
+            self._watch_body()
+
+        def on_headers_complete(self) -> None:  # httptools' parser calls it
+            self._headers_done()
             super().on_headers_complete()
 
         def handle_events(self) -> None:  # h11: the headers are in once the peer has left IDLE
             super().handle_events()
             import h11
 
-            if self.conn.their_state is not h11.IDLE:
-                self._headers_in = True
-                self._disarm()
+            if self.conn.their_state is not h11.IDLE and not self._headers_in:
+                self._headers_done()
 
         def on_response_complete(self) -> None:
             self._headers_in = False
@@ -589,6 +669,9 @@ def header_deadline_protocol(base):
 
         def connection_lost(self, exc) -> None:
             self._disarm()
+            if self._body_timer is not None:
+                self._body_timer.cancel()
+                self._body_timer = None
             super().connection_lost(exc)
 
     if not hasattr(base, "handle_events"):

@@ -370,26 +370,30 @@ class Library:
             raise UsageError("ingesting is off: start the server with --allow-ingest FOLDER")
         if "\x00" in path:
             raise UsageError("the path contains a NUL character")
-        target = Path(path).expanduser()
-        if not target.is_absolute():
-            target = self.ingest_root / target
-        target = target.resolve()
+        paths.check_length(path)
         root = str(self.ingest_root)
-        if not paths.inside(str(target), [root]):
-            raise UsageError(f"{path} is outside {self.ingest_root}, the folder this server may ingest from")
-        if not target.exists():
-            raise NotFoundError(f"{target}: no such file")
-        notes: list[str] = []
-        found = pipeline.discover([str(target)], notes=notes, roots=[root])
+        try:
+            target = Path(path).expanduser()
+            if not target.is_absolute():
+                target = self.ingest_root / target
+            target = target.resolve()
+            if not paths.inside(str(target), [root]):
+                raise UsageError(f"{path} is outside {self.ingest_root}, the folder this server may ingest from")
+            if not target.exists():
+                raise NotFoundError(f"{target}: no such file")
+            notes: list[str] = []
+            found = pipeline.discover([str(target)], notes=notes, roots=[root])
+        except (OSError, RuntimeError, ValueError) as exc:  # too long, a link loop, a name the system refuses
+            raise UsageError(f"{path[:200]}: cannot be used ({getattr(exc, 'strerror', None) or exc})") from exc
         if not found and not notes:
             raise UsageError("no supported files (PDF, EPUB, DOCX, HTML, ...) found there")
         results = [pipeline.IngestResult(note.split(": skipped")[0], "skipped", error=note) for note in notes]
         with self._write:
             for f in found:
-                try:
-                    if not paths.inside(paths.real(f), [root]):  # replaced by a link since the walk
-                        raise UsageError(f"{f}: skipped, it links outside the allowed folder")
-                    results.append(pipeline.ingest_file(self.conn(), f, self.embedder))
+                try:  # opened once, checked, and read from that descriptor (a swap after the walk is refused)
+                    with paths.opened(f, [root]) as one:
+                        results.append(pipeline.ingest_file(self.conn(), one.real, self.embedder,
+                                                            read_from=one.read_from))
                 except RagcliError as exc:
                     results.append(pipeline.IngestResult(str(f), "failed", error=str(exc), exit_code=exc.exit_code))
         return ingest_data(results)

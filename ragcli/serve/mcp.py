@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Optional
+from typing import Annotated, Optional
+
+from pydantic import Field
 
 from ragcli.errors import RagcliError
 from ragcli.render.data import answer_data
@@ -61,6 +63,13 @@ INGEST = ("Add a file (PDF, EPUB, DOCX, HTML, text) or a folder of them to the c
           "one report per file: status, book_id, pages, passages, warnings or error.")
 
 
+# Arguments are taken as their declared JSON types, never coerced: `passage_id: true` is not passage 1,
+# `k: "3"` not 3 (pydantic's strict mode, as the HTTP server's schemas).
+Int = Annotated[int, Field(strict=True)]
+Str = Annotated[str, Field(strict=True)]
+Books = Optional[list[Annotated[str, Field(strict=True)]]]
+
+
 def build(library: Library):
     """The MCPServer with ragcli's tools (`ingest` only when the library allows it). A failing call
     is a tool result (is_error) whose text is one line: ragcli's own message, the first bad argument
@@ -107,11 +116,11 @@ def build(library: Library):
         return failed(message)
 
     @server.tool(description=SEARCH)
-    def search(query: str, book: Optional[list[str]] = None, k: int = 10, mode: str = "hybrid") -> str:
+    def search(query: Str, book: Books = None, k: Int = 10, mode: Str = "hybrid") -> str:
         return call(library.search, query, book, k, mode)
 
     @server.tool(description=ASK)
-    def ask(question: str, book: Optional[list[str]] = None, k: int = 10) -> str:
+    def ask(question: Str, book: Books = None, k: Int = 10) -> str:
         return call(lambda: answer_data(library.ask(question, book, k)))
 
     @server.tool(description=BOOKS)
@@ -119,20 +128,20 @@ def build(library: Library):
         return call(library.books)
 
     @server.tool(description=SUMMARY_LIST)
-    def summary_list(topic: Optional[str] = None) -> str:
+    def summary_list(topic: Optional[Str] = None) -> str:
         return call(library.summary_list, topic)
 
     @server.tool(description=SUMMARY_SHOW)
-    def summary_show(topic: str, number: Optional[int] = None) -> str:
+    def summary_show(topic: Str, number: Optional[Int] = None) -> str:
         return call(library.summary_show, topic, number)
 
     @server.tool(description=READ_PASSAGE)
-    def read_passage(passage_id: int, neighbours: int = 1) -> str:
+    def read_passage(passage_id: Int, neighbours: Int = 1) -> str:
         return call(library.read_passage, passage_id, neighbours)
 
     if library.ingest_root is not None:
         @server.tool(description=INGEST)
-        def ingest(path: str) -> str:
+        def ingest(path: Str) -> str:
             return call(library.ingest, path)
 
     return server
@@ -229,6 +238,9 @@ def check_message(text: str):
     if not isinstance(data, dict):
         return "Invalid Request: a message must be a JSON object", None, INVALID_REQUEST
     message_id = data.get("id")
+    if "id" in data and message_id is None and isinstance(data.get("method"), str):
+        return ("Invalid Request: `id` must not be null (a request has a string or integer id; a notification "
+                "has none)", None, INVALID_REQUEST)
     if not (message_id is None or isinstance(message_id, (str, int)) and not isinstance(message_id, bool)):
         return "Invalid Request: `id` must be a string or an integer", None, INVALID_REQUEST
     if data.get("jsonrpc") != "2.0":

@@ -3,8 +3,8 @@ topics and their numbered summaries, the library), as plain HTML, CSS and one sc
 ragcli/serve/web/ (no build step, nothing fetched from another host).
 
     GET  /                                  the page (index.html); /web/app.js, /web/style.css
-    POST /web/key   {key}                   with --api-key: checks the key, keeps it in an HttpOnly,
-                                            SameSite=Strict cookie (the page asks for it once)
+    POST /web/key   {key}                   with --api-key: checks the key, starts a session (a random
+                                            token in an HttpOnly, SameSite=Strict cookie; serve/guard.py)
     GET  /web/api/session                   what the page may offer: model, ingest allowed, generations running
     POST /web/api/ask {question, conversation_id?, book?}   SSE: standalone, phase, text, done (the turn)
     POST /web/api/summaries {topic, keep_weak?}   SSE: phase, text, done (the new numbered summary)
@@ -36,10 +36,9 @@ This module does not import serve/http.py (which mounts it): what it needs of it
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import os
+import re
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -50,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
 from ragcli.errors import UsageError
 from ragcli.serve.guard import COOKIE
 from ragcli.serve import words
+from ragcli.ingest import paths
 from ragcli.serve.library import Cancelled, Job, Library
 
 # The page shell and the key form: served without the key (they hold no data of the corpus).
@@ -95,13 +95,6 @@ FILES = {"/": ("index.html", "text/html; charset=utf-8"),
          "/web/style.css": ("style.css", "text/css; charset=utf-8")}
 MAX_UPLOAD = 512 << 20  # bytes of an uploaded book
 UPLOAD_SUFFIXES = (".pdf", ".epub", ".docx", ".html", ".htm", ".txt", ".md")
-
-
-def cookie_token(api_key: str) -> str:
-    """The cookie's value: derived from the key (the key itself is never stored in the browser)."""
-    return hmac.new(api_key.encode("utf-8"), b"ragcli web page", hashlib.sha256).hexdigest()
-
-
 
 
 def secured(response):
@@ -198,11 +191,14 @@ def _error_data(exc: BaseException) -> dict:
     return data
 
 
+ID = re.compile(r"[0-9]{1,15}")  # ASCII digits only (str.isdigit takes `²` and `٣`), below SQLite's 2^63
+
+
 def _number(text: Optional[str], name: str) -> Optional[int]:
     if text is None or text == "":
         return None
-    if not text.isdigit() or int(text) < 1:
-        raise UsageError(f"`{name}` must be a whole number of 1 or more, not {text!r}")
+    if not ID.fullmatch(text) or int(text) < 1:
+        raise UsageError(f"`{name}` must be a whole number from 1 to {10 ** 15 - 1}, not {text[:40]!r}")
     return int(text)
 
 
@@ -259,12 +255,7 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
         given = (await kit.read_json(request, KeyBody)).key
         if not api_key:
             return JSONResponse({"ok": True, "key_required": False})
-        if not kit.key_matches(given):
-            return JSONResponse({"error": {"message": "wrong API key", "type": "unauthorized", "code": None}},
-                                status_code=401)
-        response = JSONResponse({"ok": True, "key_required": True})
-        response.set_cookie(COOKIE, cookie_token(api_key), httponly=True, samesite="strict", path="/")
-        return response
+        return kit.login(request, given)  # serve/http.py: rate limit, log, a random session token
 
     async def blocking(fn: Callable):  # a read: never waits for a generation (serve/admission.py)
         return await admission.read(fn)
@@ -296,8 +287,8 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
     async def ask(request):
         data = await kit.read_json(request, AskBody)
         question, cid, book = data.question, data.conversation_id, data.book
-        if cid is not None and cid < 1:
-            raise UsageError("`conversation_id` must be 1 or more")
+        if cid is not None and not 1 <= cid < 10 ** 15:
+            raise UsageError(f"`conversation_id` must be a whole number from 1 to {10 ** 15 - 1}")
         ticket, job = admission.admit(), Job()
 
         def work(put):
@@ -364,11 +355,10 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
         if library.ingest_root is None:
             raise kit.HTTPError(403, "uploading is off: start the server with --allow-ingest FOLDER",
                                 "forbidden", 2)
-        name = Path(request.query_params.get("name") or "").name
-        if not name or name.startswith(".") or not name.lower().endswith(UPLOAD_SUFFIXES):
-            raise UsageError(f"`name` must be a file name ending in {', '.join(UPLOAD_SUFFIXES)}, not {name!r}")
-        target = library.ingest_root / name
-        if target.exists():
+        # the name reduced to a safe set and length; the file written beside it, then linked to the name
+        # exclusively (a second upload of one name never replaces the first); removed if not ingested
+        name = paths.safe_upload_name(request.query_params.get("name") or "", UPLOAD_SUFFIXES)
+        if (library.ingest_root / name).exists():
             raise UsageError(f"{name} is already in the upload folder: rename the file to add it again")
         handle, partial = tempfile.mkstemp(prefix=".upload-", dir=library.ingest_root)
         size = 0
@@ -382,11 +372,18 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
                     out.write(part)
             if not size:
                 raise UsageError("the upload is empty")
-            os.replace(partial, target)
+            target = paths.create_exclusive(library.ingest_root, name, Path(partial))
         finally:
             if os.path.exists(partial):
                 os.unlink(partial)
-        return JSONResponse(await blocking(lambda: library.ingest(str(target))))
+        try:
+            report = await blocking(lambda: library.ingest(str(target)))
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+        if any(r.get("status") == "failed" for r in report):  # not in the corpus: the file goes too
+            target.unlink(missing_ok=True)
+        return JSONResponse(report)
 
     return [
         Route(path, guarded(page_file), methods=["GET"]) for path in FILES

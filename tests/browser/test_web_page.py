@@ -420,7 +420,7 @@ def test_with_a_key_the_page_shows_only_the_key_form_until_it_is_given(keyed, br
     browser.find_element("css selector", "#key-form button").click()
     wait_for(browser, "document.body.dataset.ready === 'true'", 30)
     assert browser.find_element("id", "app").is_displayed() and not browser.find_element("id", "key-view").is_displayed()
-    cookie = browser.get_cookie("ragcli_key")
+    cookie = browser.get_cookie(f"ragcli_session_{keyed.url.rsplit(':', 1)[1]}")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and KEY not in cookie["value"]
     assert browser.execute_script("return document.cookie") == ""  # the script cannot read it
     # everything works with the cookie alone: an (extractive) answer, the books
