@@ -64,7 +64,7 @@ def reused(conn, embedder, row, cal, earlier: dict) -> dict | None:
     question = earlier["asked"]
     in_corpus = lambda w: corpus.term_in_corpus(conn, w)  # noqa: E731
     texts_with = lambda t: corpus.texts_with(conn, t)  # noqa: E731
-    if refusal.as_books_write(question, in_corpus, texts_with) != question:
+    if refusal.as_books_write(question, in_corpus, texts_with, refusal.word_pieces(embedder)) != question:
         return None
     rec = dict(earlier)
     rec["missing_subject"] = None if rec["no_context"] else refusal.missing_subject(

@@ -82,6 +82,8 @@ def test_a_slip_of_the_keys_is_the_books_word_and_a_real_word_never_is(book, emb
     near = _fts_book(["The casualty was bleeding and elevated.", "Rushes grew by the theater."])
     assert refusal.slip_of("heater", near, pieces) is None
     assert refusal.slip_of("rashes", near, pieces) is None
+    # a slip keeps the first letter: "cribbing" (unanswerable in a first-aid manual) is not "ribbing"
+    assert refusal.slip_of("cribbing", _fts_book(["Ribbing of the sleeve."]), pieces) is None
 
 
 def test_the_question_as_the_books_write_it(book, embedder):

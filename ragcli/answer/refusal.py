@@ -219,7 +219,7 @@ def slip_of(word: str, in_books: Callable[[str], bool],
     a word of `SLIP_MIN` letters or more that the embedding model's vocabulary does not know (`pieces`:
     it splits the word into more pieces than the book's word, and into three or more): "tournqiuet" ->
     "tourniquet", but "stroke" is never "strike", nor "gagging" "bagging". Without `pieces`, no word
-    is read as a slip. Two letters swapped and one added are tried first."""
+    is read as a slip. Two letters swapped and one added are tried first; the first letter stays."""
     w = word.lower()
     if pieces is None or len(w) < SLIP_MIN or not w.isalpha():
         return None
@@ -228,10 +228,12 @@ def slip_of(word: str, in_books: Callable[[str], bool],
     # language; a slip falls apart into three pieces or more
     if own < one + 2 or pieces(light_stem(w)) == one:
         return None
-    candidates = [w[:i] + w[i + 1] + w[i] + w[i + 2:] for i in range(len(w) - 1)]
-    candidates += [w[:i] + c + w[i:] for i in range(len(w) + 1) for c in _LETTERS]
-    candidates += [w[:i] + c + w[i + 1:] for i in range(len(w)) for c in _LETTERS if c != w[i]]
-    candidates += [w[:i] + w[i + 1:] for i in range(len(w))]
+    # the first letter is kept: a reader rarely mistypes it, and a word with another first letter is
+    # another word ("cribbing" is not "ribbing")
+    candidates = [w[:i] + w[i + 1] + w[i] + w[i + 2:] for i in range(1, len(w) - 1)]
+    candidates += [w[:i] + c + w[i:] for i in range(1, len(w) + 1) for c in _LETTERS]
+    candidates += [w[:i] + c + w[i + 1:] for i in range(1, len(w)) for c in _LETTERS if c != w[i]]
+    candidates += [w[:i] + w[i + 1:] for i in range(1, len(w))]
     for c in dict.fromkeys(candidates):
         if c != w and in_books(c) and pieces(c) < own:
             return c
