@@ -25,6 +25,7 @@ from ragcli.search.pipeline import SearchOptions, SearchResult, mode_for, no_con
 from ragcli.store import calibration as calibrations
 from ragcli.store import corpus
 from ragcli.store import files
+from ragcli.store import vectors as vector_index
 from ragcli.types import Answer, Expansion, Source
 
 
@@ -74,6 +75,7 @@ class Run:
     notices: list[str] = field(default_factory=list)
     judged: Optional[relevance.Judged] = None
     started: float = 0.0  # perf_counter at the start of the ask
+    _book_question: Optional[str] = None
 
     @property
     def base(self) -> dict:
@@ -84,6 +86,16 @@ class Run:
 
     def in_books(self, word: str) -> bool:  # a word of the question that is no subject the books lack
         return self.in_corpus(word) or refusal.translated(word, self.result.expansion.rewrite)
+
+    def texts_with(self, text: str) -> list[str]:  # passages holding `text` as written (an acronym)
+        return corpus.texts_with(self.conn, text)
+
+    @property
+    def book_question(self) -> str:  # the question in the books' forms (refusal.as_books_write), for the floors
+        if self._book_question is None:
+            self._book_question = refusal.as_books_write(self.question, self.in_corpus, self.texts_with,
+                                                         refusal.word_pieces(self.embedder))
+        return self._book_question
 
 
 def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = None,
@@ -146,13 +158,28 @@ def _before_answer(run: Run) -> Optional[Answer]:
         return _unanswered(run, verdicts.before_answer(
             Reason.OTHER_LANGUAGE, other_language_notice(run.result.language, "question", "ask")), sources=[])
     cal = run.calibration
-    if not run.result.hits or (cal is not None and no_context(run.result, cal.no_context)):
+    if not run.result.hits or (cal is not None and no_context(run.result, cal.no_context)
+                               and not _near_as_books_write(run, cal.no_context)):
         return _unanswered(run, verdicts.before_answer(Reason.NO_CONTEXT))
-    subject = refusal.missing_subject(run.question, run.in_corpus, run.embedder, cal.subject) if cal else None
+    subject = refusal.missing_subject(run.question, run.in_corpus, run.embedder, cal.subject,
+                                      run.texts_with) if cal else None
     if subject:
         return _unanswered(run, verdicts.before_answer(
             Reason.MISSING_SUBJECT, f"the books never mention \"{subject}\", which the question is about"))
     return None
+
+
+def _near_as_books_write(run: Run, floor: float) -> bool:
+    """Is a retrieved passage at or over the floor for the question as the books write it (a slip
+    mended, a plural acronym as the books write it)? The same stored passage vectors as retrieval."""
+    if run.book_question == run.question:
+        return False
+    ids = [h.passage_id for h in run.result.hits if h.kind == "passage"]
+    vecs = vector_index.stored_vectors(run.conn, "passage_vec", ids)
+    if not vecs:
+        return False
+    q = refusal.unit(run.embedder.embed([run.book_question])[0])
+    return max(float(v @ q) for v in vecs.values()) >= floor
 
 
 def _unanswered(run: Run, v: Verdict, sources: Optional[list[Source]] = None) -> Answer:
@@ -253,7 +280,7 @@ def _assess(run: Run, answer: Answer, gen: Generated) -> Evidence:
             e.off_question = refusal.off_question(answer, run.question, run.embedder, run.calibration.off_question)
             e.cited_floor = run.calibration.cited_floor
             if e.cited_floor is not None:
-                e.cited_cosine = refusal.cited_cosine(answer, run.question, run.embedder)
+                e.cited_cosine = refusal.cited_cosine(answer, run.question, run.embedder, run.book_question)
     if run.judged is not None and run.judged.ran:
         e.judge_ran = True
         e.relevant = {s.label for s in run.judged.relevant(answer.sources)}

@@ -339,3 +339,9 @@ def book_ids_present(conn, ids: Optional[Sequence[str]] = None) -> bool:
         return conn.execute("SELECT 1 FROM books LIMIT 1").fetchone() is not None
     found = select_in(conn, "SELECT id FROM books WHERE id IN {in}", set(ids))
     return len(found) == len(set(ids))
+
+
+def texts_with(conn, text: str, limit: int = 20) -> list[str]:
+    """Up to `limit` passages whose text holds `text` exactly as written, case kept (an acronym: FTS5
+    folds case and stems "IED" to "i", so the index cannot tell that a book writes "IED")."""
+    return [t for (t,) in conn.execute("SELECT text FROM passages WHERE instr(text, ?) > 0 LIMIT ?", (text, limit))]
