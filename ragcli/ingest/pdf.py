@@ -287,6 +287,46 @@ def find_figures(pages: list[RawPage]) -> list[Figure]:
     return figures
 
 
+# A drawing's own text (axis ticks, labels: "0 60 100 150 200", "Mean arterial pressure (mmHg)") is
+# read as blocks of small, short lines between the body text above a figure and the figure's caption.
+# Left in, it is spliced into the sentence the figure interrupts ("Hyperventilation therefore 0 60 100
+# 150 200 ... constricts"), so it is left out of the page's text; the figure keeps its caption.
+LABEL_SIZE = 0.85  # a label's font is at most this share of the body's
+LABEL_MAX_WORDS = 6  # words on one line of a label
+LABEL_MAX_LINES = 4
+
+
+def _is_label(b: Block, body: float) -> bool:
+    return (0 < len(b.lines) <= LABEL_MAX_LINES and all(line.size <= LABEL_SIZE * body for line in b.lines)
+            and all(len(line.text.split()) <= LABEL_MAX_WORDS for line in b.lines)
+            and not CAPTION_RE.match(b.lines[0].text))
+
+
+def _is_body(b: Block, body: float) -> bool:
+    return any(line.size >= 0.95 * body for line in b.lines) and len(b.text.split()) >= 8
+
+
+def _is_caption(b: Block) -> bool:
+    m = CAPTION_RE.match(b.lines[0].text) if b.lines else None
+    return bool(m) and not m.group("rest").strip()[:1].islower()
+
+
+def drop_figure_labels(pages: list[RawPage], body: float) -> None:
+    """Remove from each page the label blocks of its drawings: small, short blocks above a figure's
+    caption and below the last body text above it (running lines are already gone)."""
+    for p in pages:
+        captions = [b for b in p.blocks if _is_caption(b)]
+        if not captions:
+            continue
+        drop: set[int] = set()
+        for cap in captions:
+            floor = max((max(line.y1 for line in b.lines) for b in p.blocks
+                         if b.y0 < cap.y0 and _is_body(b, body)), default=0.0)
+            drop.update(id(b) for b in p.blocks if floor <= b.y0 < cap.y0 and _is_label(b, body))
+        if drop:
+            p.blocks = [b for b in p.blocks if id(b) not in drop]
+
+
 def _nearest_image(p: RawPage, y: float):
     if not p.images:
         return None
@@ -341,8 +381,10 @@ def assemble(path: Path, pages: list[RawPage], labels: dict[int, str], toc, titl
              fmt: str = "pdf", author: str = "", warnings: Optional[list[str]] = None,
              unreadable_pages: Optional[list[int]] = None) -> ParsedBook:
     """Pages read (from a text layer, OCR or an e-book's layout) -> figures, sections, the book."""
+    body = body_size(pages)
+    drop_figure_labels(pages, body)
     figures = find_figures(pages)
-    sections = build_sections(pages, toc, body_size(pages), is_heading)
+    sections = build_sections(pages, toc, body, is_heading)
     for fig in figures:
         fig.section_path = _section_at(sections, fig.page, fig.caption)
     book_pages = [Page(p.number, labels[p.number], "\n".join(b.text for b in p.blocks),

@@ -1,0 +1,62 @@
+"""Text of the books (issue 47): a drawing's labels kept out of the sentence it interrupts, and the
+book's terms (query expansion) whole headings and phrases, never fragments. The bundled sample book."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragcli.ingest import pdf, sections, vocabulary
+
+PDF = Path(__file__).resolve().parents[1] / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
+
+
+@pytest.fixture(scope="module")
+def book():
+    return pdf.parse(PDF)
+
+
+def _paragraphs(book) -> list[str]:
+    return [t for s in book.sections for _, t in s.paragraphs]
+
+
+def test_a_figures_axis_labels_stay_out_of_the_sentence_it_interrupts(book):
+    para = next(t for t in _paragraphs(book) if "Hyperventilation therefore" in t)
+    assert "Hyperventilation therefore constricts the cerebral arterioles" in para
+    assert "0 60 100 150 200" not in para and "Figure 1.2" not in para
+    assert not any("0 60 100 150 200" in t or "autoregulatory plateau" in t for t in _paragraphs(book))
+    # the caption is kept, as its own paragraph and as the figure's
+    assert any(t.startswith("Figure 1.2: Cerebral autoregulation.") for t in _paragraphs(book))
+    assert any(f.number == "1.2" and "Cerebral autoregulation" in f.caption for f in book.figures)
+
+
+def test_mending_joins_only_a_sentence_that_goes_on():
+    paras = [(4, "Hyperventilation therefore"), (5, "Figure 1.2: Cerebral autoregulation."),
+             (5, "constricts the arterioles."), (5, "Figure 2.1: A clip."), (5, "c. Tie the ends.")]
+    assert sections.mend_paragraphs(paras) == [
+        (4, "Hyperventilation therefore constricts the arterioles."), (5, "Figure 1.2: Cerebral autoregulation."),
+        (5, "Figure 2.1: A clip."), (5, "c. Tie the ends.")]
+    whole = [(4, "A sentence that ends."), (5, "Figure 1.2: A caption."), (5, "and a lower-case start.")]
+    assert sections.mend_paragraphs(whole) == whole
+
+
+def test_book_terms_are_whole_headings_and_phrases(book):
+    terms = {t for t, _, _ in vocabulary.extract_terms(book)}
+    assert "after aneurysmal" not in terms and "circle willis" not in terms  # across a preposition, "of"
+    assert "glasgow coma scale" in terms and "coma scale" not in terms  # the whole phrase, not its part
+    assert "The Circle of Willis" in terms and "Front matter" not in terms
+    for term in terms:
+        assert vocabulary.whole_term(term), term
+
+
+@pytest.mark.parametrize("term, whole", [
+    ("WASH THE BLISTER WITH 2. STERILIZE A NEEDLE BY", False),  # FM 21-18's figure steps read as a heading
+    ("after aneurysmal", False),
+    ("CHAPTER 1", False),
+    ("F 0ooT", False),
+    ("Care of Sick and Injured", True),
+    ("Spetzler-Martin Grading", True),
+    ("The Circle of Willis", True),
+])
+def test_whole_term(term, whole):
+    assert vocabulary.whole_term(term) is whole
