@@ -45,6 +45,8 @@ def test_book_terms_are_whole_headings_and_phrases(book):
     assert "after aneurysmal" not in terms and "circle willis" not in terms  # across a preposition, "of"
     assert "glasgow coma scale" in terms and "coma scale" not in terms  # the whole phrase, not its part
     assert "The Circle of Willis" in terms and "Front matter" not in terms
+    assert "Pterional craniotomy" in terms  # a caption's title, not its first 80 characters
+    assert not any(t.startswith("Pterional craniotomy: outline") for t in terms)
     for term in terms:
         assert vocabulary.whole_term(term), term
 

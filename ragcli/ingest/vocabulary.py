@@ -114,8 +114,9 @@ def extract_terms(parsed: ParsedBook) -> list[tuple[str, str, float]]:
     for section in parsed.sections:
         if section.path != ["Front matter"]:
             add(clean_heading(section.title), "heading", 0.9)
-    for fig in parsed.figures:
-        add(re.sub(r"^\W*(?:figure|fig\.?)\s*\S+\s*", "", fig.caption, flags=re.I)[:80], "figure", 0.7)
+    for fig in parsed.figures:  # a caption's title: up to its first sentence end or colon, whole or not at all
+        caption = re.sub(r"^\W*(?:figure|fig\.?)\s*\S+\s*", "", fig.caption, flags=re.I)
+        add(re.split(r"(?<=[a-z)])[.:;]\s", caption + " ", maxsplit=1)[0].strip(" .:;"), "figure", 0.7)
     for phrase in frequent_phrases(parsed):
         add(phrase, "frequent", 0.5)
     return list(out.values())
