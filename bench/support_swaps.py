@@ -108,7 +108,9 @@ def score(found: list[dict], labels: dict[str, dict], sets: list[str]) -> None:
         for s in lab.get("sets", []):
             by_set.setdefault(s, set()).add(lab["key"])
     rows = [(s, by_set.get(s, set()), {t["key"] for t in found if t["set"] == s}) for s in sets]
-    rows.append(("all", set(labels), ticked))
+    scored = set().union(*(by_set.get(s, set()) for s in sets))  # the labels of the runs scored here
+    rows.append(("all", scored, ticked))
+    labels = {k: v for k, v in labels.items() if k in scored}
     for name, keys, now in rows:
         n = Counter(labels[k]["label"] for k in keys)
         wrong_kept = sum(1 for k in keys if labels[k]["label"] == "differs" and k in now)
