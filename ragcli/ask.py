@@ -258,7 +258,8 @@ def _attempt(run: Run, sources: list[Source], instruction: str, only: Optional[s
 def _assess(run: Run, answer: Answer, gen: Generated) -> Evidence:
     """Claims scored against the citable passages; the evidence the verdict reads."""
     refused = refusal.is_refusal(gen.text)
-    e = Evidence(refused=refused, cut=gen.cut is not None, unfinished=health.unfinished(gen.warnings))
+    e = Evidence(refused=refused, cut=gen.cut is not None, unfinished=health.unfinished(gen.warnings),
+                 not_text=health.not_language(gen.text))
     if refused:
         return e
     opts, model = run.opts, run.model

@@ -575,3 +575,13 @@ def test_heat_stroke_is_not_a_missing_subject_where_the_book_says_heatstroke(emb
     assert refusal.missing_subject("how do I treat heat stroke", MANUAL, embedder) is None
     assert refusal.missing_subject("what is heat stroke", MANUAL, embedder) is None
     assert refusal.missing_subject("What do I do for a migraine?", MANUAL, embedder) == "migraine"
+
+
+def test_an_answer_that_is_not_language_is_withheld(conn, embedder):
+    """A figure's axis ticks and labels copied as the answer (FM 21-18's "466059-58 466059°-58 2 4 -.-
+    PACE SETTER Figure 4", issue 47) is no answer, with a `not_text` warning, however it cites."""
+    model = FakeChatModel(_router("466059-58 466059°-58 2 4 -.- PACE SETTER Figure 4 [S1]. 0 60 100 150 200 [S1]."))
+    answer = _ask(conn, embedder, model)
+    assert answer.status == "no_answer" and answer.reason == "not_text", answer.notice
+    assert "not language" in answer.notice
+    assert "not_text" in [w.code for w in answer.warnings]

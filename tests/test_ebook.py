@@ -124,10 +124,14 @@ def test_folder_ingest_takes_every_format_and_reports_the_rest(cli, sample_epub,
     (folder / "primer.epub").write_bytes(sample_epub.read_bytes())
     (folder / "ward.docx").write_bytes(sample_docx.read_bytes())
     (folder / "photo.xyz").write_bytes(b"\x89PNG not really")
+    (folder / "README.md").write_text("# Notes on the shelf\n\nWhat these books are.\n")
     res = cli("ingest", folder, "--json")
     assert res.exit_code == 0, res.stderr
     assert sorted(r["book_id"] for r in json.loads(res.stdout)) == ["primer", "ward"]
     assert "photo.xyz" in res.stderr and "skipped 1 file" in res.stderr
+    # Markdown is a supported format, read when named: said so, not called unsupported (issue 47)
+    line = next(x for x in res.stderr.splitlines() if "README.md" in x)
+    assert "read only when named" in line and "no supported format" not in line
 
 
 def test_html_figcaptions_and_figure_paragraphs_become_figure_items(cli, tmp_path):

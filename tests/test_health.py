@@ -1,6 +1,8 @@
 """An answer's health (answer/health.py): loops, prompt echoes, cut-off and weak answers."""
 from __future__ import annotations
 
+import pytest
+
 from ragcli.answer import health
 from ragcli.types import Claim, HealthWarning, Hit, Source
 
@@ -168,3 +170,27 @@ def test_an_answer_that_only_repeats_the_question_is_an_echo():
     assert not health.repeats_question(
         "He keeled over in the heat [S1]. Move him to a cool, shady area and loosen his clothing [S1].", question)
     assert not health.repeats_question("", question)
+
+
+def test_numbers_and_figure_labels_are_not_language():
+    garbage = "466059-58 466059°-58 2 4 -.- PACE SETTER Figure 4 [S1]."
+    assert health.not_language(garbage)
+    assert [w.code for w in health.text_warnings(garbage)] == ["not_text"]
+    # an axis run inside a sentence: a warning, the answer still language
+    spliced = ("Hyperventilation therefore 0 60 100 150 200 250 constricts the cerebral arterioles and "
+               "lowers intracranial pressure within minutes, but the effect fades over hours [S2].")
+    assert not health.not_language(spliced)
+    assert [w.code for w in health.text_warnings(spliced)] == ["not_text"]
+
+
+@pytest.mark.parametrize("text", [
+    "5 to 7 minutes [S1].",  # short, mostly numbers, and an answer
+    "Take 30-inch steps at 106 steps per minute [S1].",
+    "A typical home dry-powder fire extinguisher sprays approximately 8-12 feet [S4]. It lasts for "
+    "approximately 10-20 seconds [S4].",
+    "Check body parts in the following order: 1. Head 2. Neck 3. Shoulders 4. Chest 5. Arms [S1].",
+    "\uf0a7 Helmet \uf0a7 Goggles \uf0a7 N95 Mask \uf0a7 Gloves (work and non-latex exam) [S5]",
+    "Mild traumatic brain injury < 24 hours ≤ 30 minutes < 24 hours [S1].",
+])
+def test_answers_with_numbers_are_language(text):
+    assert not health.not_language(text) and not health.text_warnings(text)

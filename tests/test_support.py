@@ -4,6 +4,8 @@ The sentences here are our own text, written for these tests.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ from ragcli.answer.support import (
     SupportResult, is_negated, misplaced_numbers, missing_numbers, numbers, score_claim, score_claims,
 )
 from ragcli.text import sentences as split_sentences, truncation_stem
+from ragcli.answer import support
 
 PASSAGE = [
     "Tension pneumothorax is a life-threatening condition in which air collects in the chest.",
@@ -150,7 +153,8 @@ def test_score_claims_embeds_once_and_matches_score_claim(embedder):
         ("Nothing cited here.", []),
     ]
     results = score_claims(claims, counting)
-    assert counting.calls == 1
+    # one call for every sentence; one more only for the words of the swaps found (none near in meaning)
+    assert counting.calls == 1  # no swap candidate here: no second call for the words of one
     assert [len(r) for r in results] == [2, 1, 0]
     single = score_claim(claims[0][0], PASSAGE, embedder)
     assert results[0][0].level == single.level
@@ -221,3 +225,72 @@ def test_stemming_matches_word_forms():
     assert stem("applied") == stem("applies") == stem("apply")
     assert stem("bleeding") == stem("bleeds")
     assert stem("increased") == stem("increases") == stem("increase")
+
+
+# ------------------------------------------------------------------ swapped words (issue 47)
+BOOK = (Path(__file__).resolve().parents[1] / "corpus" / "sample_book_text.txt").read_text(encoding="utf-8")
+
+
+def _paragraph(words: str) -> list[str]:
+    """The sentences of the sample book's paragraph that holds `words`."""
+    para = next(p for p in BOOK.split("\n\n") if words in " ".join(p.split()))
+    return split_sentences(para)
+
+
+@pytest.mark.parametrize("claim, words, swapped", [
+    ("The skull is incised and reflected, together with the temporalis muscle when required.",
+     "The scalp is incised and reflected", "skull"),
+    ("Cerebral autoregulation is the difference between MAP and ICP: CPP = MAP - ICP.",
+     "Cerebral perfusion pressure (CPP) is the", "autoregulation"),
+    ("Cerebral autoregulation is impaired by chronic hypertension.",
+     "shifted upward by chronic hypertension", "impaired"),
+])
+def test_a_swapped_subject_object_or_predicate_is_not_supported(embedder, claim, words, swapped, monkeypatch):
+    monkeypatch.setattr(support, "SWAP_CHECK", True)
+    r = score_claim(claim, _paragraph(words), embedder)
+    assert r.level != "supported", r
+    assert any(swapped in s.claim_words for s in r.swaps), r.swaps
+    # the same sentence through score_claims (as an answer is graded) is not ticked either
+    assert score_claims([(claim, [_paragraph(words)])], embedder)[0][0].level != "supported"
+
+
+@pytest.mark.parametrize("claim, words", [
+    ("The scalp is incised and reflected, together with the temporalis muscle when required.",
+     "The scalp is incised and reflected"),
+    ("Cerebral perfusion pressure is the difference between MAP and ICP: CPP = MAP - ICP.",
+     "Cerebral perfusion pressure (CPP) is the"),
+    ("CPP is the difference between mean arterial pressure and intracranial pressure.",
+     "Cerebral perfusion pressure (CPP) is the"),
+    ("The limits of cerebral autoregulation are shifted upward by chronic hypertension.",
+     "shifted upward by chronic hypertension"),
+])
+def test_the_books_sentence_and_its_abbreviations_stay_supported(embedder, claim, words, monkeypatch):
+    monkeypatch.setattr(support, "SWAP_CHECK", True)
+    r = score_claim(claim, _paragraph(words), embedder)
+    assert r.level == "supported" and not r.swaps, r
+
+
+def test_swaps_by_position_not_by_word_list():
+    from ragcli.answer.support import swapped_words
+
+    quote = "If the bleeding continues, apply a pressure dressing."
+    assert [s.claim_words for s in swapped_words("If the bleeding continues, elevate the limb.", quote)] \
+        == [("elevate", "limb")]
+    assert swapped_words("If the bleeding continues, apply a pressure dressing.", quote) == []
+    drug = "Removing the 2 PAM Cl autoinjector from the MARK I clip."
+    assert swapped_words("Removing the atropine autoinjector from the MARK I clip.", drug)
+    # an imperative's verb against the book's lead-in, a pronoun named, an aside: no swap
+    assert swapped_words("Look for inability to move the injured part.",
+                         "Indications of a fracture are deformity, pain, inability to move the injured part.") == []
+    assert swapped_words("If the nightmares are frequent, seek help.", "If it happens frequently, seek help.") == []
+    assert swapped_words("Digital pressure (pressure with the thumbs) controls bleeding.",
+                         "Digital pressure (often called pressure points) controls bleeding.") == []
+
+
+def test_a_pair_near_in_meaning_is_no_swap(embedder):
+    from ragcli.answer.support import swapped_words
+
+    quote = "The physician examines the wound before closing it."
+    assert swapped_words("The doctor examines the wound before closing it.", quote)  # by position alone
+    assert swapped_words("The doctor examines the wound before closing it.", quote, embedder) == []
+    assert swapped_words("The nurse examines the wound before closing it.", quote, embedder)

@@ -27,6 +27,20 @@ def test_cover_lettering_read_as_junk_gives_way_to_the_next_size_or_page():
     assert pdf.first_page_title([cover, inside]) == "FOOT MARCHES"
 
 
+def test_an_issuers_line_on_the_cover_is_not_the_title():
+    # FM 21-18's cover as its text layer reads it (issue 47: the title was the issuer's line)
+    cover = _page(1, [("Copy 3", 11.2), ("DEPARTMENT", 11.5), ("OF THE ARMY FIELD", 11.7), ("MANUAL", 11.5),
+                      ("F 0ooT", 40.0), ("MARCHES", 27.8), ("HEADQUARTERS, DEPARTMENT OF THE ARMY", 11.9),
+                      ("JULY 1958", 11.4)])
+    inside = _page(2, [("*FM 21-18", 10.8), ("HEADQUARTERS,", 8.8), ("FOOT MARCHES", 12.7), ("Paragraphs", 6.7)])
+    assert pdf.first_page_title([cover, inside]) == "FOOT MARCHES"
+    for line in ("HEADQUARTERS, DEPARTMENT OF THE ARMY", "Department of Health and Human Services",
+                 "Published by the Federal Emergency Management Agency", "Oxford University Press",
+                 "Copyright 2009 by the authors", "OF THE ARMY FIELD"):
+        assert not pdf.plausible_title(line), line
+        assert pdf._good_title(line) == "", line
+
+
 def test_titles_are_words():
     for good in ("FIRST AID", "A Primer of Cerebrovascular Neurosurgery", "Volume 2: Field Dressings",
                  "A LEADER’S GUIDE TO SOLDIER HEALTH AND FITNESS"):

@@ -89,6 +89,7 @@ def generate(model, question: str, sources: list[Source], *, max_tokens: int,
     if monitor.stop:
         text = health.drop_repeats(text)
     warnings = monitor.warnings(getattr(model, "stats", None), max_tokens)
+    warnings = health.merge(warnings, health.text_warnings(text))
     if health.repeats_question(text, question):
         warnings = health.merge(warnings, [HealthWarning("echo", "the answer only repeats the question")])
     if cut is not None:

@@ -6,8 +6,9 @@ combined by a small logistic regression fitted on SciFact train (bench/answers/s
 
 A claim whose number (dose, count, percentage, year) is not in the cited passage, or that the passage
 ties to other words than the claim does (`misplaced_numbers`: "every 2 hours" of the water given to the
-tablets), or whose negation differs from that of the best sentence's clause it repeats, is never
-"supported". Figures:
+tablets), or whose negation differs from that of the best sentence's clause it repeats, or that has a
+word where the passage has another (`swapped_words`: "the skull is incised" against "the scalp is
+incised"), is never "supported". Figures:
 docs/benchmarks.md (per-claim support).
 """
 from __future__ import annotations
@@ -41,6 +42,7 @@ class SupportResult:
     number_mismatch: bool = False  # a number of the claim is missing from the passage, or tied there to other words
     negation_mismatch: bool = False  # negated on one side only
     features: dict = field(default_factory=dict)
+    swaps: list = field(default_factory=list)  # Swap: a word of the claim where the passage has another
 
 
 # ------------------------------------------------------------------------------------ text bits
@@ -238,6 +240,111 @@ def negation_mismatch(claim: str, sentence: str) -> bool:
     return False
 
 
+# ------------------------------------------------------------------------------------ swapped words
+# A claim can repeat its quote word for word but one: "The skull is incised and reflected" against "The
+# scalp is incised and reflected"; "Cerebral autoregulation is the difference between MAP and ICP"
+# against "Cerebral perfusion pressure (CPP) is the difference ..."; "impaired by chronic hypertension"
+# against "shifted upward by chronic hypertension". The claim's content words are aligned, in order, to
+# those of the stretch of passage it rests on (difflib's matching blocks); a claim word the stretch lacks,
+# standing where the stretch has another word the claim lacks, is a swap. Not a swap:
+# - two forms of one word (a prefix of the other), or an abbreviation of the other's initials;
+# - words in parentheses (asides: "(often called pressure points)") and adverbs in -ly;
+# - where the stretch has a pronoun or demonstrative before its word ("if it happens"): the claim
+#   names what it refers to;
+# - at the claim's start with no matched word before it, unless a determiner opens it ("The skull"):
+#   an imperative's verb ("Look for", "Prop up") against a lead-in of the book's ("Indications of a
+#   fracture are"), the same instruction in other words;
+# - a pair near in the embedding space (SYNONYM_COS: "physician"/"doctor" 0.86, "quickly"/"rapidly"
+#   0.87, against "scalp"/"skull" 0.55, "heat stroke"/"heat exhaustion" 0.69).
+SYNONYM_COS = 0.80
+SWAP_MIN_STEM = 3  # a claim word this short ("ii", "vs") is not weighed
+DETERMINERS = frozenset("the a an this that these those his her its their our your my".split())
+REFERRERS = frozenset("it they them this these those he she him her such".split())
+_PARENTHESES = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
+
+
+@dataclass
+class Swap:
+    claim_words: tuple[str, ...]  # the claim's words that stand where the passage has others
+    passage_words: tuple[str, ...]  # the passage's words in their place
+
+
+def _content_words(text: str) -> list[tuple[str, str, str]]:
+    """(stem, word, the word before it) of each content word, in order, parentheses left out.
+    Numbers, and the word a number counts ("three inches"), are the number checks' business."""
+    out = []
+    before = ""
+    for tok in SUPPORT_TOKEN.findall(_PARENTHESES.sub(" ", text)):
+        low = tok.lower()
+        counted = before.isdigit() or before in NUMBER_WORDS
+        if not (low in SUPPORT_STOPWORDS or low in NEGATION_WORDS or low in NUMBER_WORDS or len(low) < 2
+                or not any(ch.isalpha() for ch in low) or counted or (low.endswith("ly") and len(low) > 4)):
+            out.append((truncation_stem(low), tok, before))
+        before = low
+    return out
+
+
+def _same_word(a: str, b: str) -> bool:
+    """Two surface words that are one word: a prefix of the other (4 letters or more)."""
+    a, b = re.sub(r"[^a-z0-9]", "", a.lower()), re.sub(r"[^a-z0-9]", "", b.lower())  # "half-knot", "halfknot"
+    short, long_ = sorted((a, b), key=len)
+    return len(short) >= 4 and long_.startswith(short)
+
+
+def _abbreviates(short: Sequence[str], long_: Sequence[str]) -> bool:
+    """"CPP" for "cerebral perfusion pressure": one side a single word made of the other's initials."""
+    if len(short) != 1 or len(long_) < 2:
+        return False
+    word = short[0].lower().rstrip("s")
+    initials = "".join(w[0].lower() for w in long_ if w)
+    return len(word) >= 2 and word in initials
+
+
+# The swapped-word cap on a tick (D125). Off by default: measured on the held-out book it did not halve the
+# wrong ticks (CERT 10 -> 7) and lowered 12 of 180 right ones, and SciFact's `supported` precision fell
+# below the bar (0.920 -> 0.917, recall 0.371 -> 0.177). `bench/answers/support_swaps.py` measures it on.
+SWAP_CHECK = False
+
+
+def swapped_words(claim: str, stretch: str, embedder=None) -> list[Swap]:
+    """The claim's words that stand where `stretch` (the passage sentences the claim rests on) has
+    others: see the comment above. With an embedder, a pair near in meaning (SYNONYM_COS) is no swap."""
+    from difflib import SequenceMatcher
+
+    c, q = _content_words(claim), _content_words(stretch)
+    if not c or not q:
+        return []
+    c_stems, q_stems = [t for t, _, _ in c], [t for t, _, _ in q]
+    in_claim, in_stretch = set(c_stems), set(q_stems)
+    cands: list[Swap] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, c_stems, q_stems, autojunk=False).get_opcodes():
+        if tag != "replace" or (i1 == 0 and i2 == len(c)):
+            continue  # nothing of the claim matched on either side: no position to compare
+        if i1 == 0 and c[0][2] not in DETERMINERS:
+            continue
+        if q[j1][2] in REFERRERS:
+            continue
+        mine = [w for t, w, _ in c[i1:i2] if t not in in_stretch and len(t) >= SWAP_MIN_STEM]
+        theirs = [w for t, w, _ in q[j1:j2] if t not in in_claim]
+        mine = [w for w in mine if not any(_same_word(w, o) for _, o, _ in q)]
+        if not mine or not theirs or _abbreviates(mine, theirs) or _abbreviates(theirs, mine):
+            continue
+        if any(_abbreviates([w], theirs) for w in mine) or any(_abbreviates([w], mine) for w in theirs):
+            continue
+        cands.append(Swap(tuple(mine), tuple(theirs)))
+    return not_synonyms(cands, embedder) if cands and embedder is not None else cands
+
+
+def not_synonyms(swaps: Sequence[Swap], embedder) -> list[Swap]:
+    """The swaps whose two sides are not near in meaning (SYNONYM_COS), in one embedding call."""
+    texts = list(dict.fromkeys(" ".join(x) for s in swaps for x in (s.claim_words, s.passage_words)))
+    if not texts:
+        return []
+    vecs = dict(zip(texts, np.asarray(embedder.embed(texts))))
+    return [s for s in swaps
+            if float(vecs[" ".join(s.claim_words)] @ vecs[" ".join(s.passage_words)]) < SYNONYM_COS]
+
+
 # ------------------------------------------------------------------------------------- features
 def _normalise(v: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(v, axis=-1, keepdims=True)
@@ -294,9 +401,10 @@ def _probability(f: dict) -> float:
     return float(1.0 / (1.0 + np.exp(-z)))
 
 
-def level_for(score: float, number_mismatch: bool = False, negation_mismatch: bool = False) -> str:
-    """A missing number or a negation on one side only caps the level at "weak"."""
-    if score >= SUPPORTED_AT and not number_mismatch and not negation_mismatch:
+def level_for(score: float, number_mismatch: bool = False, negation_mismatch: bool = False,
+              swapped: bool = False) -> str:
+    """A missing number, a negation on one side only or a swapped word caps the level at "weak"."""
+    if score >= SUPPORTED_AT and not number_mismatch and not negation_mismatch and not swapped:
         return "supported"
     return "weak" if score >= WEAK_AT else "unsupported"
 
@@ -307,7 +415,8 @@ def score_claim(claim: str, passage_sentences: list[str], embedder=None, *,
                 sent_vecs: Optional[np.ndarray] = None) -> SupportResult:
     """How well one passage (already split into sentences) backs one claim.
 
-    Pass claim_vec / sent_vecs when they are already embedded; otherwise the embedder is called once.
+    Pass claim_vec / sent_vecs when they are already embedded; otherwise the embedder is called once
+    (and once more for the words of a swap, when there is one: `not_synonyms`).
     """
     sentences = [s for s in passage_sentences if s.strip()]
     if not sentences:
@@ -322,8 +431,21 @@ def score_claim(claim: str, passage_sentences: list[str], embedder=None, *,
     num_bad, neg_bad = f["num_missing"] > 0, bool(f["neg_mismatch"])
     if not num_bad and f.get("has_numbers"):
         num_bad = bool(misplaced_numbers(claim, " ".join(sentences)))
-    return SupportResult(level_for(score, num_bad, neg_bad), score, sentences[best], best,
-                         number_mismatch=num_bad, negation_mismatch=neg_bad, features=f)
+    swaps: list[Swap] = []
+    if SWAP_CHECK and level_for(score, num_bad, neg_bad) == "supported":  # only a tick is worth the check
+        swaps = swapped_words(claim, " ".join(sentences[i] for i in stretch_of(claim, sentences, best)), embedder)
+    return SupportResult(level_for(score, num_bad, neg_bad, bool(swaps)), score, sentences[best], best,
+                         number_mismatch=num_bad, negation_mismatch=neg_bad, features=f, swaps=swaps)
+
+
+def stretch_of(claim: str, sentences: Sequence[str], best: int) -> tuple[int, ...]:
+    """The best sentence, or it with a neighbour when the pair holds more of the claim's words (a
+    claim that joins two sentences is read against both)."""
+    cterms = {t: term_weight(t) for t in content_terms(claim)}
+    options = [(best,)] + [w for w in ((best - 1, best), (best, best + 1)) if 0 <= w[0] and w[1] < len(sentences)]
+    cover = [_overlap(cterms, set().union(*(set(content_terms(sentences[i])) for i in w))) for w in options]
+    top = max(cover)
+    return options[cover.index(top)]
 
 
 def score_claims(claims: list[tuple[str, list[list[str]]]], embedder) -> list[list[SupportResult]]:
@@ -347,4 +469,10 @@ def score_claims(claims: list[tuple[str, list[list[str]]]], embedder) -> list[li
             sv = vecs[[index[s] for s in sentences]] if sentences else None
             row.append(score_claim(claim, sentences, claim_vec=vecs[index[claim]], sent_vecs=sv))
         out.append(row)
+    swapped = [r for row in out for r in row if r.swaps]
+    if swapped:  # one more call, for the words of every swap found: a pair near in meaning is none
+        kept = {id(s) for s in not_synonyms([s for r in swapped for s in r.swaps], embedder)}
+        for r in swapped:
+            r.swaps = [s for s in r.swaps if id(s) in kept]
+            r.level = level_for(r.score, r.number_mismatch, r.negation_mismatch, bool(r.swaps))
     return out

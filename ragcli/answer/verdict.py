@@ -3,7 +3,8 @@
 Statuses: answered | extractive | no_context | no_answer | unsupported | incomplete. A reason says why an
 answer is not `answered`, as a code (`--json`'s `reason`) and in words (the notice). The rules, in order:
 1. a server's stream was cut: incomplete; the model refused in its own words: no_answer (refused);
-2. the generation was cut at --max-tokens: incomplete;
+2. the generation was cut at --max-tokens: incomplete; the answer is not language (mostly numbers,
+   symbols, a figure's labels: answer/health.py's not_language): no_answer (not_text);
 3. the relevance judge ran and no passage of the prompt answers the question: no_answer, before any
    answer is written (not_relevant);
 4. the answer cites nothing: no_answer when no passage states any of it (no_source), else unsupported;
@@ -36,6 +37,7 @@ class Reason(str, Enum):
     OFF_QUESTION = "off_question"
     FAR_PASSAGES = "far_passages"
     UNFINISHED = "unfinished"
+    NOT_TEXT = "not_text"
     NO_MODEL = "no_model"
 
 
@@ -51,6 +53,7 @@ WORDS = {
     Reason.OFF_QUESTION: "the answer is about something else: its text is no nearer the question than unrelated text",
     Reason.FAR_PASSAGES: "the passages the answer rests on are about something else than the question",
     Reason.UNFINISHED: "the answer did not finish",
+    Reason.NOT_TEXT: "the model's answer is not language: mostly numbers, symbols or a figure's labels",
     Reason.NO_MODEL: "no model: extractive answer",
 }
 
@@ -62,6 +65,7 @@ class Evidence:
     refused: bool = False
     cut: bool = False  # a server's stream stopped before the model finished
     unfinished: bool = False  # cut at --max-tokens (looping or not)
+    not_text: bool = False  # mostly numbers, symbols, labels: no language (health.not_language)
     cited: bool = False  # it cites a valid label (its own or one ragcli found for it)
     no_source: bool = False  # uncited, and no passage states any of its sentences
     unbacked: Optional[str] = None  # refusal.unbacked_reason's words, when its substance is not in the passages
@@ -94,6 +98,8 @@ def decide(e: Evidence) -> Verdict:
         return Verdict("no_answer", Reason.REFUSED)
     if e.unfinished:
         return Verdict("incomplete", Reason.UNFINISHED)
+    if e.not_text:
+        return Verdict("no_answer", Reason.NOT_TEXT)
     if e.judge_ran and not e.relevant:
         return Verdict("no_answer", Reason.NOT_RELEVANT)
     if not e.cited:

@@ -14,6 +14,10 @@ from ragcli.errors import InputError, UsageError
 # The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
 
+def _names(files: list) -> str:
+    return ", ".join(f.name for f in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+
+
 @app.command()
 @handle_errors
 def ingest(
@@ -53,9 +57,15 @@ def ingest(
     files = core.discover(paths, skipped, notes)
     for note in notes:  # symlinks leaving the folders named, folders reached twice
         warn(escape(note))
-    if skipped:
-        names = ", ".join(f.name for f in skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
-        warn(f"skipped {len(skipped)} file(s) of no supported format in the folders: {names}")
+    # a folder walk reads book formats only: text and Markdown files there (READMEs, notes, a book's
+    # sources) are read when named, and a line says so; other files are of no supported format
+    named_only = [f for f in skipped if core.read_when_named(f)]
+    other = [f for f in skipped if not core.read_when_named(f)]
+    if named_only:
+        info(escape(f"left {len(named_only)} text or Markdown file(s) in the folders, read only when named: "
+                    f"{_names(named_only)}"))
+    if other:
+        warn(escape(f"skipped {len(other)} file(s) of no supported format in the folders: {_names(other)}"))
     if not files:
         raise UsageError("no supported files (PDF, EPUB, DOCX, HTML, ...) found in the given folders")
     if (title or book_id) and len(files) > 1:

@@ -410,14 +410,22 @@ JUNK_CHARS = re.compile(r"[\ufffd\x00-\x08\x0b-\x1f\x7f-\x9f\ue000-\uf8ff]")  # 
 NOT_A_TITLE = re.compile(r"www\.|https?:|\bdoi\b|@|\b[A-Za-z]+\d+[A-Za-z]*\b|\b\d+[A-Za-z]+\d*\b", re.I)
 
 
+# An issuer's or publisher's line on a title page ("HEADQUARTERS, DEPARTMENT OF THE ARMY", "Published
+# by ...", "Oxford University Press", "Copyright 2009 ..."), or a line's tail broken off ("OF THE ARMY
+# FIELD"): set in a large font on many covers, never the book's title.
+ISSUER_LINE = re.compile(r"^\W*(?:headquarters\b|(?:department|ministry|office) of\b|published\b|printed\b|"
+                         r"copyright\b|©|all rights reserved|(?:of|and|or)\b)"
+                         r"|\b(?:press|publishers?|publishing|inc|ltd|llc)\W*$", re.I)
+
+
 def plausible_title(text: str) -> bool:
     """A title is words: two or more of letters, mostly letters, no junk character, no address, no
-    word mixing letters and digits (what a bad text layer makes of a cover's lettering). A number on
-    its own ("Volume 2", "2-15") is fine."""
+    word mixing letters and digits (what a bad text layer makes of a cover's lettering), and no
+    issuer's or publisher's line (ISSUER_LINE). A number on its own ("Volume 2", "2-15") is fine."""
     words = re.findall(r"[^\W\d_]{2,}", text)
     letters = sum(ch.isalpha() for ch in text)
     return (len(words) >= 2 and letters >= 0.6 * len(text.replace(" ", ""))
-            and not JUNK_CHARS.search(text) and not NOT_A_TITLE.search(text))
+            and not JUNK_CHARS.search(text) and not NOT_A_TITLE.search(text) and not ISSUER_LINE.search(text))
 
 
 def _good_title(meta_title: str) -> str:

@@ -86,6 +86,11 @@ def wanted_in_folder(f: Path) -> bool:
     return suffix == ".pdf" or suffix in EBOOK_SUFFIXES
 
 
+def read_when_named(f: Path) -> bool:
+    """A file a folder walk leaves that ingest reads when it is named: text and Markdown."""
+    return f.suffix.lower() in TEXT_SUFFIXES and f.suffix.lower() != ".jsonl"
+
+
 def slug(text: str, fallback: str = "book", limit: int = 32) -> str:
     """A short stable id from a file name, transliterated to ASCII and cut at a word boundary:
     "fm4-25-11-first-aid", "Ünïcode name" -> "unicode-name", "Привет" -> "privet". A name with no

@@ -177,8 +177,33 @@ def _fill(pages, markers: list[Marker]) -> list[Section]:
                 current.page_end = max(current.page_end, p.number)
     _close(current, sections)
     for s in sections:
+        s.paragraphs = mend_paragraphs(s.paragraphs)
         s.text = "\n\n".join(t for _, t in s.paragraphs)
     return sections
+
+
+_CAPTION = re.compile(r"^\s*(?:Figure|FIGURE|Fig\.|FIG\.|Table|TABLE)\s*[A-Z]?\d+(?:[-.]\d+)*[a-z]?\s*[.:\-–—]?\s+\S")
+_SENTENCE_END = re.compile(r"[.!?:;)\]\"'”’]\s*$")
+
+
+def mend_paragraphs(paragraphs: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A sentence a figure interrupts is whole again: a paragraph that stops mid-sentence, followed by
+    captions and then a paragraph that goes on in lower case ("... Hyperventilation therefore" /
+    "Figure 1.2: ..." / "constricts the cerebral arterioles ..."), is joined to its end, and the
+    captions follow the joined paragraph."""
+    out = list(paragraphs)
+    i = 0
+    while i < len(out) - 2:
+        page, text = out[i]
+        j = i + 1
+        while j < len(out) and _CAPTION.match(out[j][1]):
+            j += 1
+        if (j > i + 1 and j < len(out) and not _SENTENCE_END.search(text) and out[j][1][:1].islower()
+                and not _CAPTION.match(text) and not ITEM_RE.match(out[j][1])):
+            joined = (page, f"{text} {out[j][1]}")
+            out = out[:i] + [joined] + out[i + 1:j] + out[j + 1:]
+        i += 1
+    return out
 
 
 def _close(section: Section, sections: list[Section]) -> None:
