@@ -154,3 +154,30 @@ def test_a_model_pulled_from_a_plain_web_server_is_used_and_made_default_by_name
     assert _run(env, "ragcli models default tiny-chat").returncode == 0
     listed = json.loads(_run(env, "ragcli models --json").stdout)
     assert listed["selected"]["path"].endswith("tiny-chat.gguf")
+
+
+def test_a_model_pulled_by_url_is_used_and_made_default_by_its_name(tmp_path, corpus_db):
+    """A Hugging Face file URL on 127.0.0.1 (the Hub's own form; the hub server is also HF_ENDPOINT):
+    the pulled file is `tiny-url` by name, for --model and for models default, with a default already set."""
+    tiny = write_tiny_gguf(tmp_path / "tiny-url.gguf", seed=10).read_bytes()
+    env = _env(tmp_path, RAGCLI_DB=str(corpus_db), RAGCLI_CATALOG=str(_catalogue(tmp_path / "c.toml", "x", "0" * 64)))
+    other = write_tiny_gguf(tmp_path / "mine.gguf", seed=11)
+    assert _run(env, f"ragcli models add {other} --name mine").returncode == 0  # the default: mine
+    with FakeHub({"tiny-url.gguf": tiny}) as hub:
+        env["HF_ENDPOINT"] = hub.url
+        pulled = _run(env, f"ragcli models pull {hub.url}/tiny-org/Tiny-GGUF/resolve/main/tiny-url.gguf")
+    assert pulled.returncode == 0, pulled.stderr
+    # a default was set: the pull says it stays, and how to use and choose this one by name
+    assert "the default model stays mine" in pulled.stderr and "models default tiny-url" in pulled.stderr
+    asked = _run(env, 'ragcli ask "what is a craniotomy?" --model tiny-url --no-expand --max-tokens 8 --json')
+    assert asked.returncode == 0, asked.stderr
+    assert json.loads(asked.stdout)["model"]["path"].endswith("tiny-url.gguf")
+    made = _run(env, "ragcli models default tiny-url --json")
+    assert made.returncode == 0 and json.loads(made.stdout)["default"] == "tiny-url"
+    listed = json.loads(_run(env, "ragcli models --json").stdout)
+    assert listed["selected"]["path"].endswith("tiny-url.gguf")
+    assert [f["short_name"] for f in listed["files"] if f["selected"]] == ["tiny-url"]
+    unknown = _run(env, "ragcli models default no-such-model")
+    assert unknown.returncode == 6 and len(unknown.stderr.strip().splitlines()) == 1
+    assert _run(env, "ragcli models --json").returncode == 0
+    assert 'default = "tiny-url"' in (Path(env["HOME"]) / ".config/ragcli/config.toml").read_text()
