@@ -38,9 +38,9 @@ def test_fits_weighs_memory_and_cores():
 def test_a_model_is_named_by_its_file_type_not_a_header_word():
     from ragcli.models.gguf import display_name
 
-    assert display_name("Qwen2.5 Coder 0.5B Instruct AWQ", 15, "x") == "Qwen2.5 Coder 0.5B Instruct (Q4_K_M)"
-    assert display_name("Llama 3.2 3B Instruct GGUF", 7, "x") == "Llama 3.2 3B Instruct (Q8_0)"
-    assert display_name(None, 15, "my-model") == "my-model"
+    assert display_name("Qwen2.5 Coder 0.5B Instruct AWQ", "Q4_K_M", "x") == "Qwen2.5 Coder 0.5B Instruct (Q4_K_M)"
+    assert display_name("Llama 3.2 3B Instruct GGUF", "Q8_0", "x") == "Llama 3.2 3B Instruct (Q8_0)"
+    assert display_name(None, "Q4_K_M", "my-model") == "my-model"
 
 
 def test_short_names_catalogue_first_then_file_names_each_once():

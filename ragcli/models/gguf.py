@@ -32,15 +32,14 @@ FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9:
 _QUANT_WORDS = re.compile(r"[\s_-]*\b(AWQ|GPTQ|GGUF|GGML|EXL2|bnb|[IQ]\d\w*|F16|F32|BF16|fp16|int[48])\b", re.I)
 
 
-def display_name(name: Optional[str], file_type, stem: str) -> str:
+def display_name(name: Optional[str], quantization: Optional[str], stem: str) -> str:
     """A model's name for people: the header's general.name without the quantisation words it may
-    carry from the weights it was converted from, then the quantisation the file's type says
+    carry from the weights it was converted from, then `quantization`, the one the file's type says
     ("Qwen2.5 Coder 0.5B Instruct (Q4_K_M)"); the file name when the header has no name."""
-    quant = FILE_TYPES.get(file_type) if isinstance(file_type, int) else None
     base = _QUANT_WORDS.sub("", str(name)).strip(" -_") if name else ""
     if not base:
         return stem
-    return f"{base} ({quant})" if quant else base
+    return f"{base} ({quantization})" if quantization else base
 
 
 def _read_string(f) -> str:
