@@ -79,6 +79,7 @@ class ModelSettings:
     temperature: float = 0.2
     max_tokens: int = 512
     prefix_cache: bool = True  # save/load the system prompt's llama.cpp state (RAGCLI_PREFIX_CACHE=0: off)
+    grammar_file: Optional[str] = None  # a GBNF file constraining every answer and summary (--grammar-file wins)
 
     @property
     def model_off(self) -> bool:
@@ -91,6 +92,17 @@ class ModelSettings:
 
 
 PROFILE_KEYS = {f for f in ModelSettings.__dataclass_fields__ if f != "profile"}
+
+# What a setting left unset becomes, in words: the help of --ctx, --threads and --gpu-layers says
+# these, and models/llama_cpp.machine_defaults decides by the same rules (`ragcli info` shows the
+# values on this machine, each with its reason).
+UNSET_RULES = {
+    "n_ctx": "the model's trained context, made smaller only when this machine's memory cannot hold it",
+    "threads": "this machine's physical cores",
+    "gpu_layers": "every layer when llama.cpp was built for a GPU, else none",
+}
+DEFAULTS = ModelSettings()  # the values of the fields above, for help texts
+SUMMARY_MAX_TOKENS = 768  # a summary's longest (summary.py; above max_tokens: a summary runs longer than an answer)
 
 
 def is_url(spec: str) -> bool:
@@ -158,26 +170,49 @@ def model_configured() -> bool:
     return bool(file_cfg.get("default") or (isinstance(base, dict) and (base.get("path") or base.get("url"))))
 
 
-def set_default_model(path: str) -> Path:
-    """Write `default = "PATH"` at the top of the config file (created if missing; top-level keys
-    must come before the first table). Callers check `model_configured()` first: an existing
-    `default` is never replaced. Written to a temporary file and renamed, so a failure leaves the
-    file as it was."""
+def set_default_model(model: str, note: str = "the model `ragcli models pull` fetched") -> Path:
+    """Write `default = "MODEL"` (a model's name, a file, a URL or a profile) at the top of the
+    config file, in place of the `default` it had (created if missing; top-level keys must come
+    before the first table). Written to a temporary file and renamed, so a failure leaves the file
+    as it was."""
     import json
+    import re
 
     target = config_path()
     before = target.read_text(encoding="utf-8") if target.exists() else ""
-    line = f"default = {json.dumps(str(path))}  # the model `ragcli models pull` fetched\n"
+    first_table = re.search(r"(?m)^[ \t]*\[", before)
+    cut = first_table.start() if first_table else len(before)
+    head = re.sub(r"(?m)^[ \t]*default[ \t]*=.*(\n|$)", "", before[:cut])  # the default it had
+    line = f"default = {json.dumps(str(model))}  # {note}\n"
+    _write_config(target, line + head + before[cut:])
+    return target
+
+
+def add_profile(name: str, path: str) -> Path:
+    """Append a [models.NAME] profile naming the GGUF file `path` (`ragcli models add`). An existing
+    profile of that name is refused."""
+    import json
+
+    if name in profiles():
+        raise UsageError(f"a model named {name!r} is already in {config_path()}: choose another with --name")
+    target = config_path()
+    before = target.read_text(encoding="utf-8") if target.exists() else ""
+    if before and not before.endswith("\n"):
+        before += "\n"
+    _write_config(target, f"{before}\n[models.{json.dumps(name)}]  # ragcli models add\npath = {json.dumps(path)}\n")
+    return target
+
+
+def _write_config(target: Path, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
     try:
-        tmp.write_text(line + before, encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
         tomllib.loads(tmp.read_text(encoding="utf-8"))
         os.replace(tmp, target)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         tmp.unlink(missing_ok=True)
-        raise UsageError(f"cannot write the default model to {target}: {exc}") from exc
-    return target
+        raise UsageError(f"cannot write the model to {target}: {exc}") from exc
 
 
 def log_enabled() -> bool:

@@ -121,6 +121,13 @@ def standalone(question: str, history: Sequence[tuple[str, str]], model=None) ->
     if not why:
         return Standalone(question, False, "stands alone")
     earlier = _standalone_history(history)
+    if model is not None and not subject(question):
+        # "and what else?", "why?": nothing of its own for a rewrite to keep (`keep` wants the earlier
+        # subject brought in, which is all carrying does), so no model call is spent on it
+        carried = carry(question, earlier)
+        if carried != question:
+            return Standalone(carried, True, f"refers back: {why} (no subject of its own: the earlier one "
+                              f"carried, no model call)", "carried")
     if model is not None:
         start = time.perf_counter()
         text = _model_rewrite(model, question, history, earlier)
@@ -457,7 +464,7 @@ def ask_turn(conn, embedder, question: str, model=None, opts=None, conversation=
         opts.book_ids = list(conversation.book_ids)  # a conversation keeps the scope it began with
     phase = on_phase or (lambda *a, **k: None)
     earlier = history_of(conversation) if history is None else list(history)
-    if earlier and refers_back(" ".join(question.split())) and model is not None:
+    if earlier and refers_back(" ".join(question.split())) and model is not None and subject(question):
         phase("standalone")
     made = standalone(question, earlier, model)
     if on_standalone:

@@ -27,6 +27,7 @@ from ragcli.answer import health
 from ragcli.answer import prompt
 from ragcli.answer import refusal
 from ragcli.answer.generate import generate as generate_text
+from ragcli.config import SUMMARY_MAX_TOKENS
 from ragcli.ingest.kinds import NOT_EXPOSITION, ONLY_NON_EXPOSITION
 from ragcli.models.chat import Grammar
 from ragcli.search.pipeline import SearchOptions, mode_for, no_context, other_language_notice, search
@@ -39,7 +40,7 @@ from ragcli.text import sha256
 from ragcli.types import Source, Summary, SummarySource
 
 DEFAULT_K = 16
-MAX_TOKENS = 768
+MAX_TOKENS = SUMMARY_MAX_TOKENS
 
 _STRIP_AT_ENDS = ("Po", "Pi", "Pf", "Pd", "Pc", "Zs")  # brackets only in pairs: "sah (sah)" stays
 _PAIRS = {"(": ")", "[": "]", "{": "}"}

@@ -105,9 +105,17 @@ def test_the_rewrite_runs_on_the_real_tiny_model(tiny_gguf):
     from ragcli.models.factory import load_model
 
     model = load_model(tiny_gguf, n_ctx=2048)
-    got = standalone("and what do I do about it?", HEAT, model)
-    assert got.rewritten and (got.method == "model" or got.question == "What do I do about heat stroke?")
+    got = standalone("how long does it last?", HEAT, model)
+    assert got.rewritten and (got.method == "model" or got.question == "How long does heat stroke last?")
     assert got.seconds > 0
+
+
+def test_a_follow_up_with_no_subject_of_its_own_is_carried_without_a_model_call():
+    """"and what else?" has nothing a rewrite could keep but the earlier subject, which carrying brings in."""
+    model = FakeChatModel("What else are the signs of heat stroke?")
+    got = standalone("and what else?", HEAT, model)
+    assert (got.question, got.method, got.seconds) == ("What else (heat stroke)?", "carried", 0.0)
+    assert model.calls == []
 
 
 def test_subject_and_keep():

@@ -126,7 +126,10 @@ def test_conversations_delete_all(corpus_db, cli, monkeypatch):
     assert both.exit_code == 2 and "not both" in both.stderr
     neither = cli("conversations", "delete")
     assert neither.exit_code == 2
-    res = cli("conversations", "delete", "--all", "--json")
+    unasked = cli("conversations", "delete", "--all")  # no terminal to ask on: refused, nothing deleted
+    assert unasked.exit_code == 2 and "--yes" in unasked.stderr
+    assert len(json.loads(cli("conversations", "list", "--json").stdout)) == 2
+    res = cli("conversations", "delete", "--all", "--yes", "--json")
     assert res.exit_code == 0 and json.loads(res.stdout) == {"deleted": {"conversations": 2}}
     assert json.loads(cli("conversations", "list", "--json").stdout) == []
     assert cli("ask", FIRST, "-c", "--json").exit_code == 0

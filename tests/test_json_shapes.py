@@ -54,6 +54,7 @@ def test_readme_json_table_matches_every_command(cli, tmp_path, monkeypatch):
         "ask -c": ["ask", "how is a torque wrench used?", "-c"],
         "conversations show": ["conversations", "show", "1"],
         "conversations list": ["conversations", "list"],
+        "conversations export": ["conversations", "export", "1"],
         "books remove": ["books", "remove", "faa-amt-handbook-sample"],
     }
     assert set(runs) == set(shapes), "a command of the docs/json.md table is not run here, or the reverse"

@@ -64,7 +64,7 @@ def test_tiny_vocab_covers_bytes_and_merges():
 
 
 def test_load_reports_name_and_params(model, tiny_gguf):  # noqa: F811
-    assert model.name == "ragcli-tiny-test"
+    assert model.name == "ragcli-tiny-test (F32)"  # the header's name, then the file type's quantisation
     assert model.context_size == 1024
     assert model.params["n_ctx_train"] == CONTEXT_LENGTH
     assert model.params["file"] == tiny_gguf.name

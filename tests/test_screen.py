@@ -235,7 +235,7 @@ def test_a_refused_answer_is_not_left_on_screen_above_the_verdict(corpus_db, tin
 
     screen = terminal.run(_ask(tiny_gguf, grammar), columns=80)
     assert screen.returncode == 0, screen.screen
-    assert "725 mg of aspirin" in screen.raw  # it streamed, as a model's answer does
+    assert "725 mg of aspirin" in COLOUR.sub("", screen.raw)  # it streamed (dimmed: a draft), as a model's answer does
     assert not any("725 mg of aspirin" in line for line in screen.text), screen.screen  # then withdrawn
     verdict = next(i for i, line in enumerate(screen.text) if line.startswith("not answered:"))
     assert "Nearest passages" in "\n".join(screen.text[verdict:])
@@ -296,3 +296,77 @@ def test_a_draft_taller_than_the_screen_is_marked_withdrawn(tmp_path):
     # its first rows scrolled out of reach: not erased, said withdrawn under it, before the verdict
     assert shown[-4:] == ["Line 29 of a long draft.", "↑ withdrawn: ragcli's checks did not", "keep the text above",
                           "the verdict"], screen.screen
+
+
+SLOW_DRIVER = """
+import sys, time
+from ragcli.models import factory
+from ragcli.models.fake import FakeChatModel
+
+ANSWER = sys.argv[1]
+
+
+class Slow(FakeChatModel):
+    # 0.5 tokens a second: every piece of the stream comes 2 s after the one before it
+    def chat(self, messages, **kw):
+        out = super().chat(messages, **kw)
+        if not kw.get("stream"):
+            return out
+        def pieces():
+            for piece in out:
+                time.sleep(2.0)
+                yield piece
+        return pieces()
+
+
+factory.from_settings = lambda settings, fresh=False: Slow(ANSWER, piece_size=5)
+from ragcli.cli import app
+app(sys.argv[2:], prog_name="ragcli")
+"""
+
+
+def test_a_slow_model_never_gets_a_line_break_inserted_into_its_answer(corpus_db, tmp_path):
+    """At 0.5 tokens a second the status line comes back between every two pieces: it is drawn under
+    the text and erased, and the text goes on on its own row; no word is split, no piece is left
+    a line of its own (issue 47: "The skull is inc" / "ised and reflected")."""
+    import textwrap
+
+    answer = ("A craniotomy removes a bone flap of the skull [S1]. The flap is lifted so that the brain "
+              "can be reached [S1].")
+    expected = textwrap.wrap(answer, 80)
+    assert len(expected) == 2  # the premise: the answer wraps once at 80 columns
+    driver = tmp_path / "slow.py"
+    driver.write_text(SLOW_DRIVER)
+    screen = terminal.run([driver, answer, "ask", QUESTION, "--model", "slow.gguf", "--no-expand",
+                           "--no-log"], columns=80, module=None, timeout=300)
+    assert screen.returncode == 0, screen.screen
+    assert screen.seen("waiting for the model")  # the premise: the status line came back mid-answer
+    status = ("writing", "checking against the book", "reading", "searching")
+    checked = 0
+    for snap in screen.snapshots:
+        start = next((i for i, row in enumerate(snap) if row.startswith("A") and expected[0].startswith(row)), None)
+        if start is None:
+            continue
+
+        def is_status(row):
+            return not row or row.lstrip("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ ").startswith(status)
+
+        for i, want in enumerate(expected):
+            row = snap[start + i]
+            if row == want:
+                continue
+            if i and is_status(row):  # the next row not begun: the status line shows there
+                break
+            assert want.startswith(row), (row, want)  # a row is a prefix of the wrapped answer's row...
+            after = snap[start + i + 1]
+            # ...and what follows it is the status line or nothing, never the rest of a word
+            assert is_status(after), snap[start:start + 3]
+            break
+        checked += 1
+    assert checked > 10  # the answer was seen growing, piece by piece
+    final = screen.text
+    start = next(i for i, row in enumerate(final) if row.startswith("A craniotomy"))
+    assert final[start:start + 2] == expected, final
+    assert not any("waiting for the model" in row for row in final)  # the status line was erased
+    # a draft until checked: the streamed text was dimmed
+    assert "\x1b[2mA craniotomy" in screen.raw or "\x1b[2m" in screen.raw.split("A craniotomy")[0][-40:]

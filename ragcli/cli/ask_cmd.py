@@ -8,7 +8,7 @@ import typer
 from ragcli.cli.common import (
     BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn,
 )
-from ragcli.cli.options import (
+from ragcli.cli.options import (max_tokens_help, 
     CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, RerankDepthOpt, RerankOpt, SeedOpt, TempOpt, ThreadsOpt, load_model,
     load_reranker, read_grammar,
 )
@@ -27,7 +27,7 @@ ConversationOpt = Annotated[Optional[str], typer.Option("--conversation", metava
 NoLogOpt = Annotated[bool, typer.Option("--no-log", help="Do not save this ask (every ask is saved as a "
                                          "one-turn conversation that `ask -c` continues; `log = false` in the "
                                          "config file stops it for all).")]
-MaxTokOpt = Annotated[Optional[int], typer.Option("--max-tokens", help="Longest answer in tokens (default 512).",
+MaxTokOpt = Annotated[Optional[int], typer.Option("--max-tokens", help=max_tokens_help(),
                                                   show_default=False)]
 
 
@@ -84,10 +84,10 @@ def ask(
     embedder = embedder_for(conn, embed_model)
     chat_model, settings = load_model(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
     reranker, depth = load_reranker(rerank, rerank_depth, chat_model)
-    stream = AnswerStream.for_model(chat_model, json_out or output != "text")
+    stream = AnswerStream.for_model(chat_model, json_out or output != "text", draft=True)
     opts = core.AskOptions(k=k, book_ids=book, expand=not no_expand, rewrite=rewrite, feedback=feedback,
                            max_tokens=settings.max_tokens, show_prompt=show_prompt,
-                           grammar=read_grammar(grammar_file), verify=verify, evidence=evidence, rerank_depth=depth,
+                           grammar=read_grammar(grammar_file or settings.grammar_file), verify=verify, evidence=evidence, rerank_depth=depth,
                            judge=judge, model_off=settings.model_off)
     continued = talk is not None or cont
     log = not no_log and (continued or config.log_enabled())
@@ -127,6 +127,8 @@ def stream_answer(stream, call):
         stream.clear()
     if answer.status == "no_answer":  # a streamed draft that is not the answer does not stay above the verdict
         stream.withdraw()
+    else:  # the dimmed draft gives way to the checked answer, printed in full
+        stream.settle()
     answer.timings.update(stream.timings())
     return answer, extra
 
@@ -161,7 +163,8 @@ def show_answer(stream, answer, *, json_out: bool, output: str = "text", evidenc
 
         stream.console.print(answer_markdown(answer), markup=False, highlight=False, end="")
     else:
-        terminal.print_answer(stream.console, answer, streamed=stream.live, evidence=evidence)
+        terminal.print_answer(stream.console, answer, streamed=stream.live and not stream.replaced,
+                              evidence=evidence)
         if turn is not None and turn.number:
             console(stderr=True).print(terminal.turn_saved_line(turn), highlight=False)
     for removed in answer.removed_citations:  # after the answer, never inside it

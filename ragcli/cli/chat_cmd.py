@@ -10,6 +10,7 @@ import typer
 from ragcli.cli.ask_cmd import ContinueOpt, ConversationOpt, show_answer, show_standalone, stream_answer
 from ragcli.cli.common import BookOpt, DbOpt, EmbedOpt, app, console, embedder_for, err, escape, handle_errors, open_db
 from ragcli.cli.options import (
+    max_tokens_help,
     CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, RerankDepthOpt, RerankOpt, SeedOpt, TempOpt, ThreadsOpt, load_model,
     load_reranker, read_grammar,
 )
@@ -40,8 +41,7 @@ def chat(
     evidence: Annotated[bool, typer.Option("--evidence", help="Show each sentence's supporting quote.")] = False,
     model: ModelOpt = None, model_name: ModelNameOpt = None, ctx: CtxOpt = None, threads: ThreadsOpt = None,
     gpu_layers: GpuOpt = None, seed: SeedOpt = None, temperature: TempOpt = None,
-    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Longest answer in tokens "
-                                                      "(default 512).", show_default=False)] = None,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help=max_tokens_help(), show_default=False)] = None,
     grammar_file: Annotated[Optional[str], typer.Option("--grammar-file", help="GBNF grammar that constrains "
                                                         "the answers (llama.cpp format).", show_default=False)] = None,
     rerank: RerankOpt = None, rerank_depth: RerankDepthOpt = None,
@@ -61,7 +61,7 @@ def chat(
     embedder = embedder_for(conn, embed_model)
     chat_model, settings = load_model(model, ctx, threads, gpu_layers, seed, temperature, max_tokens, model_name)
     reranker, depth = load_reranker(rerank, rerank_depth, chat_model)
-    grammar = read_grammar(grammar_file)
+    grammar = read_grammar(grammar_file or settings.grammar_file)
 
     def options():
         return asking.AskOptions(k=k, book_ids=book, expand=not no_expand, rewrite=rewrite, max_tokens=settings.max_tokens,
@@ -91,7 +91,7 @@ def chat(
             continue
         from ragcli.render.stream import AnswerStream
 
-        stream = AnswerStream.for_model(chat_model, False)
+        stream = AnswerStream.for_model(chat_model, False, draft=True)
 
         def call(**callbacks):
             turn, answer = chats.ask_turn(conn, embedder, text, chat_model, options(), talk, reranker=reranker,

@@ -16,35 +16,67 @@ from ragcli.render.console import console, err, escape, info, status, warn  # no
 
 # The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
-app = typer.Typer(
+app = typer.Typer(rich_markup_mode=None,
     no_args_is_help=True, pretty_exceptions_enable=False,
     help="Ask questions of your PDF books, offline, with citations you can check.",
 )
 
 
 def _flags_take_no_value() -> None:
-    """Typer's rich help prints `<bool>` beside every flag (`--json <bool>`) and `<list[str]>` for a
-    repeatable argument: a flag takes no value, so show none (as click's plain help does), and a
-    list shows its element type then "..."."""
+    """Help as click prints it (rich_markup_mode=None: plain text wrapped to the terminal, each
+    paragraph re-flowed, nothing cut with "..."), with three of typer's habits undone: a flag takes
+    no value, so none is shown (typer prints `<bool>`); an option's value is named by its metavar or
+    a word (`N`, `X`, `TEXT`), not `<int>`; an argument is its name in capitals (`QUESTION`), not
+    `{question} <str>`. Lines break at spaces only: a hyphenated name (use-multilingual-v3) or a
+    path is never split."""
     from typer import core as typer_core
+    from typer._click import _textwrap  # typer 0.29 carries its own click
 
     option_type = typer_core.TyperOption.display_type_rich
-    argument_type = typer_core.TyperArgument.display_type_rich
     if getattr(option_type, "ragcli", False):
         return
+    words = {"int": "N", "float": "X", "str": "TEXT", "Path": "PATH"}
 
     def option_display(self, ctx):
-        return None if self.is_flag and not self.count else option_type(self, ctx)
+        if self.is_flag and not self.count:
+            return None
+        shown = option_type(self, ctx) or ""
+        bare = shown.strip("<>").split(" ")[0]
+        return words.get(bare, bare.upper() or None)
 
     def argument_display(self, ctx):
-        if self.metavar is None and self.nargs != 1:
-            return f"<{self._bare_type(self.type_descriptor.annotation.__args__[0])}>..." \
-                if getattr(self.type_descriptor.annotation, "__args__", None) else argument_type(self, ctx)
-        return argument_type(self, ctx)
+        return "..." if self.nargs != 1 else None
+
+    def argument_name(self):
+        return (self.metavar or self.name).upper()
+
+    def usage_name(self):
+        name = argument_name(self)
+        name = name if self.required else f"[{name}]"
+        return name + ("..." if self.nargs != 1 else "")
 
     option_display.ragcli = True
     typer_core.TyperOption.display_type_rich = option_display
     typer_core.TyperArgument.display_type_rich = argument_display
+    typer_core.TyperArgument._rich_display_name = argument_name
+    typer_core.TyperArgument._usage_display_name = usage_name
+
+    wrapper_init = _textwrap.TextWrapper.__init__
+
+    def whole_words(self, *args, **kwargs):
+        wrapper_init(self, *args, **{**kwargs, "break_on_hyphens": False, "break_long_words": False})
+
+    _textwrap.TextWrapper.__init__ = whole_words
+
+    from typer._click import core as click_core
+    from typer._click.utils import make_default_short_help
+
+    def first_sentence(self, limit: int = 45) -> str:  # wrapped by the list, never cut with "..."
+        if self.short_help:
+            return self.short_help
+        return make_default_short_help(self.help or "", 10**6) if self.help else ""
+
+    click_core.Command.get_short_help_str = first_sentence
 
 
 _flags_take_no_value()
@@ -212,14 +244,30 @@ def run(app_: typer.Typer) -> None:
         err(escape(f"the argument {bad!r} is not valid text in this locale's encoding "
                    f"({sys.getfilesystemencoding()}): give the words as UTF-8"))
         sys.exit(UsageError.exit_code)
+    from typer._click import exceptions as click_errors
+
     try:
-        app_()
+        code = app_(prog_name="ragcli", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as exc:  # `ragcli` alone: the help, as before
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click_errors.UsageError as exc:  # a bad flag or argument: one line (docs/exit-codes.md)
+        where = exc.ctx.command_path if exc.ctx is not None else "ragcli"
+        err(escape(f"{exc.format_message().rstrip('.')} (`{where} --help` lists what it takes)"))
+        sys.exit(exc.exit_code)
+    except click_errors.ClickException as exc:
+        err(escape(exc.format_message()))
+        sys.exit(exc.exit_code)
+    except click_errors.Abort:
+        err("aborted")
+        sys.exit(1)
     except KeyboardInterrupt:
         err("interrupted")
         sys.exit(130)
     except BrokenPipeError:
         _quiet_pipe()
         sys.exit(PIPE_CLOSED)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def undecodable_arg(args: list[str]) -> Optional[str]:

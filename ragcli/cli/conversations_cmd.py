@@ -10,7 +10,7 @@ from ragcli.errors import UsageError
 
 # The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
-conversations_app = typer.Typer(
+conversations_app = typer.Typer(rich_markup_mode=None, 
     no_args_is_help=True,
     help="Conversations (`ragcli chat`, `ragcli ask -c`) kept in the corpus file, each turn with its sources.",
 )
@@ -61,9 +61,9 @@ def conversations_export(
     output: Annotated[str, typer.Option("--format", metavar="markdown|json",
                                         help="markdown (the default): a document with footnote sources; json.")]
     = "markdown",
-    db: DbOpt = None,
+    db: DbOpt = None, json_out: JsonOpt = False,
 ) -> None:
-    """A conversation as one document on stdout."""
+    """A conversation as one document on stdout (--json: the same as --format json)."""
     from ragcli import conversation as core
     from ragcli.render.data import conversation_data, print_json
     from ragcli.render.markdown import conversation_markdown
@@ -72,7 +72,7 @@ def conversations_export(
         raise UsageError(f"unknown format '{output}' (choose from {', '.join(EXPORT_FORMATS)})")
     cid = core.parse_id(conversation)
     found = core.get(open_db(db, create=False), cid)
-    if output == "json":
+    if output == "json" or json_out:
         print_json(conversation_data(found))
     else:
         console().print(conversation_markdown(found), markup=False, highlight=False, end="", soft_wrap=True)
@@ -83,17 +83,22 @@ def conversations_export(
 def conversations_delete(
     conversation: Annotated[Optional[str], typer.Argument(metavar="[ID]", show_default=False, help="Conversation "
                                                           "id (see `ragcli conversations list`).")] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Delete every conversation (every saved ask).")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Delete every conversation (every saved ask); asks "
+                                       "first.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="With --all: do not ask.")] = False,
     db: DbOpt = None, json_out: JsonOpt = False,
 ) -> None:
-    """Delete a conversation with its turns (or every one, --all). Ids are never given again."""
+    """Delete a conversation with its turns (or every one, --all, after a yes). Ids are never given again."""
     from ragcli import conversation as core
     from ragcli.render.data import print_json
 
     if all_ == (conversation is not None):
         raise UsageError("name one conversation ID, or --all (not both)")
     if all_:
-        count = core.delete_all(open_db(db, create=False))
+        conn = open_db(db, create=False)
+        if not yes:
+            confirm_delete_all(len(core.conversations(conn)))
+        count = core.delete_all(conn)
         if json_out:
             print_json({"deleted": {"conversations": count}})
         else:
@@ -105,3 +110,19 @@ def conversations_delete(
         print_json({"deleted": {"conversation_id": cid}})
     else:
         info(f"deleted conversation {cid}")
+
+
+def confirm_delete_all(count: int) -> None:
+    """Ask on the terminal before every conversation goes; without a terminal to ask on, refuse
+    (a script says --yes). Nothing to delete: nothing to ask."""
+    import sys
+
+    from ragcli.errors import RagcliError
+
+    if count == 0:
+        return
+    what = f"{count} conversation{'' if count == 1 else 's'}"
+    if not sys.stdin.isatty():
+        raise UsageError(f"--all deletes {what}: add --yes to delete them without being asked")
+    if not typer.confirm(f"delete {what} with their turns? Ids are not given again", default=False, err=True):
+        raise RagcliError(f"nothing deleted: the {what} are kept")

@@ -115,7 +115,7 @@ def _workers(asked: Optional[int], files: int) -> int:
     return max(1, min(4, cores - 1))
 
 
-books_app = typer.Typer(help="List the books in the corpus; `books remove ID` removes one.",
+books_app = typer.Typer(rich_markup_mode=None, help="List the books in the corpus; `books remove ID` removes one.",
                         invoke_without_command=True, no_args_is_help=False)
 app.add_typer(books_app, name="books")
 
@@ -197,8 +197,10 @@ def _runs_on():
         s = config.ModelSettings()
     run: RunSettings = machine_defaults(hw, {}, 0, s.n_ctx or 0, s.threads, s.gpu_layers)
     if s.path and not s.url:
+        from ragcli.models.names import resolve
+
         try:
-            run = run_settings(s.path, s.n_ctx, s.threads, s.gpu_layers, hw)
+            run = run_settings(resolve(s.path), s.n_ctx, s.threads, s.gpu_layers, hw)
         except (ModelError, OSError):
             pass  # no readable model: the context is the model's, so none is shown
     out = {"n_gpu_layers": run.n_gpu_layers, "n_threads": run.n_threads, "n_ctx": run.n_ctx or None,

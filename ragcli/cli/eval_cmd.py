@@ -10,7 +10,7 @@ from ragcli.cli.options import JudgeModelOpt, ModelNameOpt, RerankDepthOpt, Rera
 
 # The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
-eval_app = typer.Typer(no_args_is_help=True, help="Measure retrieval on your own test set.")
+eval_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True, help="Measure retrieval on your own test set.")
 app.add_typer(eval_app, name="eval")
 
 

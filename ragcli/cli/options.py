@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ragcli.cli.common import status
+from ragcli.config import DEFAULTS, UNSET_RULES
 from ragcli.errors import UsageError
 
 # The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
@@ -18,15 +19,17 @@ ModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Chat mod
                                                  show_default=False)]
 ModelNameOpt = Annotated[Optional[str], typer.Option("--model-name", help="Which of the server's models to use "
                                                      "(default: the only one it serves).", show_default=False)]
-CtxOpt = Annotated[Optional[int], typer.Option("--ctx", help="Context size in tokens (default 4096).",
-                                               show_default=False)]
-ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="CPU threads for llama.cpp.", show_default=False)]
-GpuOpt = Annotated[Optional[int], typer.Option("--gpu-layers", help="Layers to offload to a GPU (needs a GPU "
-                                               "build of llama.cpp).", show_default=False)]
+CtxOpt = Annotated[Optional[int], typer.Option("--ctx", metavar="TOKENS", show_default=False, help="Context size "
+                                               f"in tokens (default: {UNSET_RULES['n_ctx']}; `ragcli info` "
+                                               "shows it).")]
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", metavar="N", show_default=False,
+                                                   help=f"CPU threads for llama.cpp (default: {UNSET_RULES['threads']}).")]
+GpuOpt = Annotated[Optional[int], typer.Option("--gpu-layers", metavar="N", show_default=False,
+                                               help=f"Layers to offload to a GPU (default: {UNSET_RULES['gpu_layers']}).")]
 SeedOpt = Annotated[Optional[int], typer.Option("--seed", show_default=False, help="Sampling seed: the same "
-                                                "seed, model and prompt give the same answer (default 0).")]
+                                                f"seed, model and prompt give the same answer (default {DEFAULTS.seed}).")]
 TempOpt = Annotated[Optional[float], typer.Option("--temperature", show_default=False, help="Sampling "
-                                                  "temperature: 0 always takes the likeliest word (default 0.2).")]
+                                                  f"temperature: 0 always takes the likeliest word (default {DEFAULTS.temperature}).")]
 RerankOpt = Annotated[Optional[str], typer.Option("--rerank", help="Re-rank the first hits with a model: a "
                                                  "reranker GGUF (e.g. bge-reranker-v2-m3), a server with /v1/rerank "
                                                  "(http://host:port/v1), a profile, or llm (the chat model rates each "
@@ -97,3 +100,7 @@ def load_reranker(spec: Optional[str], depth: Optional[int], chat_model=None, ch
 def judge_loader(model: Optional[str], model_name: Optional[str]):
     """For commands without a chat model of their own (search, eval): load the one --rerank llm rates with."""
     return lambda: load_model(model, None, None, None, None, None, None, model_name)[0]
+
+
+def max_tokens_help(what: str = "answer", default: int = DEFAULTS.max_tokens) -> str:
+    return f"Longest {what} in tokens (default {default})."

@@ -10,13 +10,14 @@ import typer
 
 from ragcli.cli.common import DbOpt, EmbedOpt, app, embedder_for, handle_errors, open_db, path_arg, status
 from ragcli.cli.options import (
+    max_tokens_help,
     CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, SeedOpt, TempOpt, ThreadsOpt, load_model, read_grammar,
 )
 from ragcli.errors import UsageError
 
 # The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
-MaxTokOpt = Annotated[Optional[int], typer.Option("--max-tokens", help="Longest answer in tokens (default 512).",
+MaxTokOpt = Annotated[Optional[int], typer.Option("--max-tokens", help=max_tokens_help(),
                                                   show_default=False)]
 GrammarOpt = Annotated[Optional[str], typer.Option("--grammar-file", help="GBNF grammar that constrains every "
                                                    "answer (llama.cpp format).", show_default=False)]

@@ -9,21 +9,23 @@ from ragcli.cli.common import (
     BookOpt, DbOpt, EmbedOpt, FeedbackOpt, JsonOpt, app, console, embedder_for, handle_errors, info, open_db, warn,
 )
 from ragcli.cli.options import (
+    max_tokens_help,
     CtxOpt, GpuOpt, ModelNameOpt, ModelOpt, RerankDepthOpt, RerankOpt, SeedOpt, TempOpt, ThreadsOpt, load_model,
     load_reranker, read_grammar,
 )
+from ragcli.config import SUMMARY_MAX_TOKENS
 from ragcli.errors import NotFoundError, UsageError
 
 # The library is imported inside the commands: `ragcli --help` imports every cli module and loads none of it.
 
-summary_app = typer.Typer(
+summary_app = typer.Typer(rich_markup_mode=None, 
     no_args_is_help=True,
     help="Numbered summaries of a topic, generated from the books and kept in the corpus file.",
 )
 app.add_typer(summary_app, name="summary")
 
 MaxTokOpt = Annotated[Optional[int], typer.Option("--max-tokens", show_default=False,
-                                                 help="Longest summary in tokens (default 768).")]
+                                                 help=max_tokens_help("summary", SUMMARY_MAX_TOKENS))]
 GrammarOpt = Annotated[Optional[str], typer.Option("--grammar-file", show_default=False,
                                                   help="GBNF grammar constraining the summary (llama.cpp).")]
 TopicArg = Annotated[str, typer.Argument(help="The topic, e.g. aneurysms (quote several words). "
@@ -62,27 +64,56 @@ def summary_new(
     reranker, depth = load_reranker(rerank, rerank_depth, chat_model)
     opts = core.SummaryOptions(k=k, book_ids=book, expand=not no_expand, feedback=feedback,
                                max_tokens=max_tokens or max(settings.max_tokens, core.MAX_TOKENS),
-                               grammar=read_grammar(grammar_file), keep_weak=keep_weak, rerank_depth=depth)
+                               grammar=read_grammar(grammar_file or settings.grammar_file), keep_weak=keep_weak, rerank_depth=depth)
     stream = AnswerStream.for_model(chat_model, json_out, markdown=True)
     refused = None
     try:
         result = core.new(conn, embedder, topic, chat_model, opts, on_text=stream.on_text,
                           on_phase=stream.phase, on_progress=stream.on_progress, reranker=reranker)
     except core.NotSaved as exc:
-        refused, result = exc, exc.summary
+        refused, result = too_small(exc, chat_model), exc.summary
     except NotFoundError:  # the model said the passages say nothing of it: its streamed words are no summary
         stream.withdraw()
         raise
     finally:
         stream.finish_text()
-    if json_out:
-        print_json({**summary_data(result), "saved": refused is None})
+    if json_out:  # the status agrees with the exit code: a summary not saved is not "ok"
+        data = summary_data(result)
+        if refused is not None:
+            data = {**data, "status": "not_saved", "health": data.get("status"), "reason": str(refused)}
+        print_json({**data, "saved": refused is None})
     else:
         print_summary(stream.console, result, streamed=stream.live, saved=refused is None)
     for removed in result.removed_citations:  # after the summary, never inside it
         warn(f"removed citation {removed.text!r}: {removed.reason}")
     if refused is not None:
         raise refused
+
+
+# parameters: on the sample book the 0.5B wrote "## Heading / ## Bullet 1 ...", the 1.5B copied passages
+# under "## Heading" until it looped; neither summary was saved (docs/benchmarks/terminal.md)
+SMALL_FOR_SUMMARY = 2.0e9
+
+
+def too_small(refused, chat_model):
+    """A summary not saved by a model under SMALL_FOR_SUMMARY parameters: the one line says the model is
+    too small to write one and what does (a larger model, or the books' own sentences)."""
+    from ragcli.models.gguf import gguf_facts
+    from ragcli.summary import NotSaved
+
+    params = getattr(chat_model, "params", None) or {}
+    if params.get("backend") != "llama.cpp" or not params.get("path"):
+        return refused
+    try:
+        count = gguf_facts(params["path"]).get("parameters") or 0
+    except Exception:  # noqa: BLE001 - the header was read when the model loaded; no count, no claim
+        return refused
+    if not 0 < count < SMALL_FOR_SUMMARY:
+        return refused
+    why = str(refused).removeprefix("not saved: ").split(" (`--keep-weak`")[0]
+    return NotSaved(f"not saved: this model ({count / 1e9:.1f}B parameters) is likely too small to write a summary "
+                    f"({why}); `--model none` saves the books' own sentences, `--keep-weak` keeps this one",
+                    refused.summary)
 
 
 @summary_app.command("list")

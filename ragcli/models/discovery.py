@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ragcli.errors import ModelError
-from ragcli.models.factory import describe
 from ragcli.models.gguf import gguf_facts
 from ragcli.models.openai_http import api_base, http_library, safe_url
 
@@ -127,27 +126,3 @@ def server_models(url: str, api_key: Optional[str], timeout: float = 2.0) -> dic
     except (ValueError, AttributeError):
         return {"url": safe_url(base), "reachable": True, "error": "not an OpenAI model list"}
     return {"url": safe_url(base), "reachable": True, "models": [m.get("id") for m in data if isinstance(m, dict)]}
-
-
-def catalog(settings, profiles: dict[str, dict], probe: bool = True) -> dict:
-    """Everything `ragcli models` shows: the model `ask` would use, the profiles (with what each
-    reachable server serves), and the GGUF files found. The one `ask` would use is marked."""
-    selected = describe(settings)
-    chosen_path = Path(settings.path).expanduser().resolve() if settings.path and not settings.url else None
-    rows = []
-    for name, p in profiles.items():
-        row = {"name": name, "selected": settings.profile == name}
-        if p.get("url"):
-            row.update(backend="openai-http", url=safe_url(str(p["url"])), model_name=p.get("name"))
-            if probe:
-                key = os.environ.get(p.get("api_key_env") or "RAGCLI_API_KEY") or None
-                row["server"] = server_models(str(p["url"]), key)
-        else:
-            row.update(backend="llama.cpp", path=p.get("path"))
-        rows.append(row)
-    if probe and settings.url and not settings.profile:
-        selected = dict(selected, server=server_models(settings.url, settings.api_key()))
-    files = discover()
-    for f in files:
-        f["selected"] = chosen_path is not None and Path(f["path"]).resolve() == chosen_path
-    return {"selected": selected, "profiles": rows, "files": files}

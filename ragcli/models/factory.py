@@ -1,5 +1,7 @@
 """A model name -> a backend: a GGUF path (llama.cpp in process), an http(s) URL (an
-OpenAI-compatible server) or a profile of the config file (resolved by `config.model_settings`).
+OpenAI-compatible server), a profile of the config file (resolved by `config.model_settings`), or the
+short name of a model on this machine (a catalogue name once pulled, a found file's name:
+models/names.py).
 
 One instance per model and options per process, so every stage of a command (rewrite, answer,
 verify) shares one KV cache or one HTTP connection pool; `fresh=True` makes another (a server that
@@ -7,12 +9,14 @@ generates several answers at once needs one llama.cpp context per answer).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional, Union
 
-from ragcli.config import config_path
 from ragcli.errors import ModelError
 from ragcli.models.chat import ChatModel
+from ragcli.models import names
+from ragcli.models.discovery import discover, server_models
 from ragcli.models.llama_cpp import LlamaCppModel
 from ragcli.models.openai_http import HttpChatModel, safe_url
 
@@ -56,9 +60,7 @@ def from_settings(s, fresh: bool = False) -> Optional[ChatModel]:
                        seed=s.seed, timeout=s.timeout, structured=s.structured, profile=s.profile)
     if not s.path:
         return None
-    path = Path(s.path).expanduser()
-    if not path.exists() and "/" not in s.path and not s.path.endswith(".gguf"):
-        raise ModelError(f"model {s.path!r} is not a file, a server URL or a profile of {config_path()}")
+    path = Path(names.resolve(s.path))
     return load_model(path, fresh=fresh, n_ctx=s.n_ctx, threads=s.threads, gpu_layers=s.gpu_layers, seed=s.seed,
                       temperature=s.temperature, prefix_cache=bool(s.prefix_cache))
 
@@ -68,5 +70,35 @@ def describe(s) -> Optional[dict]:
     if s.url:
         return {"backend": "openai-http", "url": safe_url(s.url), "name": s.name, "profile": s.profile}
     if s.path:
-        return {"backend": "llama.cpp", "path": str(Path(s.path).expanduser()), "profile": s.profile}
+        try:
+            path = names.resolve(s.path)
+        except ModelError as exc:
+            return {"backend": "llama.cpp", "path": None, "name": s.path, "profile": s.profile, "error": str(exc)}
+        name = s.path if s.path != path and not Path(s.path).expanduser().exists() else None
+        return {"backend": "llama.cpp", "path": path, "name": name, "profile": s.profile}
     return None
+
+
+def catalog(settings, profiles: dict[str, dict], probe: bool = True) -> dict:
+    """Everything `ragcli models` shows: the model `ask` would use, the profiles (with what each
+    reachable server serves), and the GGUF files found. The one `ask` would use is marked."""
+    selected = describe(settings)
+    chosen = selected.get("path") if selected and not settings.url else None
+    chosen_path = Path(chosen).resolve() if chosen else None
+    rows = []
+    for name, p in profiles.items():
+        row = {"name": name, "selected": settings.profile == name}
+        if p.get("url"):
+            row.update(backend="openai-http", url=safe_url(str(p["url"])), model_name=p.get("name"))
+            if probe:
+                key = os.environ.get(p.get("api_key_env") or "RAGCLI_API_KEY") or None
+                row["server"] = server_models(str(p["url"]), key)
+        else:
+            row.update(backend="llama.cpp", path=p.get("path"))
+        rows.append(row)
+    if probe and settings.url and not settings.profile:
+        selected = dict(selected, server=server_models(settings.url, settings.api_key()))
+    files = names.short_names(discover())
+    for f in files:
+        f["selected"] = chosen_path is not None and Path(f["path"]).resolve() == chosen_path
+    return {"selected": selected, "profiles": rows, "files": files}

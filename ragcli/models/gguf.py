@@ -7,6 +7,7 @@ before the weights, so this is fast even on multi-GB files.
 from __future__ import annotations
 
 import os
+import re
 import struct
 from pathlib import Path
 from typing import Optional, Union
@@ -24,6 +25,21 @@ FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9:
               17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS",
               23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S",
               29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0"}
+
+
+# quantisation words a converter may leave in general.name (the weights it started from), which the
+# file's own type contradicts: "Qwen2.5 Coder 0.5B Instruct AWQ" in a Q4_K_M file
+_QUANT_WORDS = re.compile(r"[\s_-]*\b(AWQ|GPTQ|GGUF|GGML|EXL2|bnb|[IQ]\d\w*|F16|F32|BF16|fp16|int[48])\b", re.I)
+
+
+def display_name(name: Optional[str], quantization: Optional[str], stem: str) -> str:
+    """A model's name for people: the header's general.name without the quantisation words it may
+    carry from the weights it was converted from, then `quantization`, the one the file's type says
+    ("Qwen2.5 Coder 0.5B Instruct (Q4_K_M)"); the file name when the header has no name."""
+    base = _QUANT_WORDS.sub("", str(name)).strip(" -_") if name else ""
+    if not base:
+        return stem
+    return f"{base} ({quantization})" if quantization else base
 
 
 def _read_string(f) -> str:

@@ -19,7 +19,7 @@ from ragcli.errors import ModelError
 from ragcli.models import grammars
 from ragcli.models import prefix_cache as saved_states
 from ragcli.models.chat import Constraint, Grammar, JsonSchema, Messages, OneLine, Progress
-from ragcli.models.gguf import gguf_metadata, kv_bytes_per_token, trained_context
+from ragcli.models.gguf import FILE_TYPES, display_name, gguf_facts, gguf_metadata, kv_bytes_per_token, trained_context
 
 DEFAULT_CTX = 4096  # the context when the header does not give the KV cache's size
 # Prompt tokens evaluated between two progress reports: llama.cpp's own batch (n_batch 512). Each batch
@@ -210,7 +210,9 @@ class LlamaCppModel:
             self._prefix_dir = saved_states.folder() if prefix_cache is True else Path(prefix_cache)
         self._prefixes: dict[str, list[int]] = {}  # fixed head (JSON) -> the tokens every prompt starts with
         self._primed = (0, 0)  # this call's prefix tokens (loaded from disk, evaluated to save them)
-        self.name = str(meta.get("general.name") or self.path.stem)
+        file_type = meta.get("general.file_type")
+        quant = FILE_TYPES.get(file_type) if isinstance(file_type, int) else gguf_facts(self.path).get("quantization")
+        self.name = display_name(meta.get("general.name"), quant, self.path.stem)
         self.context_size = int(self._llm.n_ctx())
         self.params = {
             "backend": "llama.cpp", "name": self.name, "path": str(self.path), "file": self.path.name,

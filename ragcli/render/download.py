@@ -19,18 +19,53 @@ from ragcli.render.console import Environment
 STEPS = 10  # plain lines per file
 
 
-def catalog_table(entries, hw):
+def catalog_view(out, entries, fits: dict, hw, verbose: bool = False) -> None:
+    """The catalogue: on a terminal a table of name, size, memory, estimated speed and whether it fits
+    (80 columns hold it; --verbose adds a paragraph a model: its title, licence, why it fits or
+    not, what was measured); piped, one tab-separated line a model under a header line."""
+    header = (f"models ragcli can pull (this machine: {hw.memory_total / 1e9:.1f} GB of memory, "
+              f"{hw.physical_cores} core{'s' if hw.physical_cores != 1 else ''}"
+              f"{', GPU offload' if hw.gpu_offload else ''})")
+
+    def speed(fit) -> str:
+        return "GPU" if fit.tokens_per_s is None else f"~{fit.tokens_per_s:.0f} tok/s" if fit.tokens_per_s >= 1 \
+            else f"~{fit.tokens_per_s:.1f} tok/s"
+
+    def mark(fit) -> str:
+        return "fits" if fit.fits else "too slow" if fit.fits_memory else "too big"
+
+    if not out.is_terminal:
+        cols = ["name", "size_gb", "memory_gb", "tokens_per_s_estimated", "fits"]
+        cols += ["title", "licence", "measured"] if verbose else []
+        out.print(header, highlight=False)
+        out.print("\t".join(cols), highlight=False)
+        for e in entries:
+            fit = fits[e.name]
+            row = [e.name, f"{e.size_gb:.2f}", f"{e.memory_gb:.1f}",
+                   "" if fit.tokens_per_s is None else f"{fit.tokens_per_s:.1f}", mark(fit)]
+            row += [e.title, e.licence, e.measured] if verbose else []
+            out.print("\t".join(row), markup=False, highlight=False)
+        return
     from rich.table import Table
 
-    table = Table(title=f"models ragcli can pull (this machine: {hw.memory_total / 1e9:.1f} GB of memory, "
-                        f"{hw.physical_cores} cores{', GPU offload' if hw.gpu_offload else ''})")
-    for col in ("", "name", "model", "size", "memory", "licence", "measured here (docs/benchmarks.md)"):
-        table.add_column(col, overflow="fold")
+    table = Table(title=header, title_justify="left", show_edge=False, box=None, pad_edge=False)
+    table.add_column("name", no_wrap=True)
+    for col in ("size", "memory", "speed"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("fits", no_wrap=True)
     for e in entries:
-        mark = "[green]fits[/]" if e.fits else "[dim]too big[/]"
-        table.add_row(mark, f"[bold]{escape(e.name)}[/]", escape(e.title), f"{e.size_gb:.2f} GB",
-                      f"{e.memory_gb:.1f} GB", escape(e.licence), escape(e.measured))
-    return table
+        fit = fits[e.name]
+        style = "green" if fit.fits else "dim"
+        table.add_row(f"[bold]{escape(e.name)}[/]", f"{e.size_gb:.2f} GB", f"{e.memory_gb:.1f} GB", speed(fit),
+                      f"[{style}]{mark(fit)}[/]")
+    out.print(table)
+    if verbose:  # the details are long: a paragraph a model, wrapped at whole words
+        for e in entries:
+            out.print(f"\n[bold]{escape(e.name)}[/]: {escape(e.title)}; licence: {escape(e.licence)}; "
+                      f"{escape(fits[e.name].why)}; {escape(e.measured)}", highlight=False)
+    else:
+        out.print("[dim]speed: estimated from the model's size and this machine's cores; --verbose: titles, "
+                  "licences, what was measured[/]", highlight=False)
 
 
 def pulled_line(p, made_default: Optional[str]) -> str:

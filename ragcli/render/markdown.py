@@ -24,10 +24,6 @@ def _line(text: str) -> str:
     return terminal_safe(text or "", lines=False).strip()
 
 
-def _footnote(label: str, book: str, section: str, page_label, page, figure=None) -> str:
-    return f"[^{label}]: " + _where(book, section, page_label, page, figure)
-
-
 def _where(book: str, section: str, page_label, page, figure=None) -> str:
     where = [_line(book) or "?"]
     if section:
@@ -85,11 +81,23 @@ def summary_markdown(summary: Summary) -> str:
     block = _warnings_block(summary_warnings(summary))
     if block:
         lines += block + [""]
-    for s in summary.sources:
-        if s.cited:
-            lines.append(_footnote(s.label, s.book_title or s.book_id, " › ".join(s.section_path or []),
-                                   s.page_label, s.page_start, s.figure_number if s.kind == "figure" else None))
+    lines += _notes([s for s in summary.sources if s.cited], set(_LABEL.findall(summary.text)), "")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _notes(cited, in_text: set, prefix: str) -> list[str]:
+    """A footnote for each cited source whose label stands in the text (a footnote nothing refers to is
+    dropped by Markdown renderers, its source with it); the others (found by ragcli, not written by the
+    model) listed after them."""
+    def where(s):
+        return _where(s.book_title or s.book_id, " › ".join(s.section_path or []), s.page_label, s.page_start,
+                      s.figure_number if s.kind == "figure" else None)
+
+    lines = [f"[^{prefix}{s.label}]: " + where(s) for s in cited if s.label in in_text]
+    rest = [s for s in cited if s.label not in in_text]
+    if rest:
+        lines += ["", "*Also backed by (found by ragcli):*", ""] + [f"- {s.label}: " + where(s) for s in rest]
+    return lines
 
 
 def conversation_markdown(conversation) -> str:
@@ -113,10 +121,8 @@ def conversation_markdown(conversation) -> str:
         lines += [text, ""]
         if t.status == "extractive":
             lines += ["*Sentences quoted from the book (no model was used); they may not answer the question.*", ""]
-        notes = [f"[^{t.number}-{s.label}]: " + _where(s.book_title or s.book_id, " › ".join(s.section_path or []),
-                                                      s.page_label, s.page_start,
-                                                      s.figure_number if s.kind == "figure" else None)
-                 for s in t.sources if s.cited]
+        shown = t.answer if t.answer and t.status != "no_answer" else ""
+        notes = _notes([s for s in t.sources if s.cited], set(_LABEL.findall(shown)), f"{t.number}-")
         if notes:
             lines += notes + [""]
     return "\n".join(lines).rstrip() + "\n"

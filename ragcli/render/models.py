@@ -31,42 +31,75 @@ def selected_line(selected: Optional[dict]) -> str:
     if not selected:
         return ("no chat model configured: ask answers extractively (get one with `ragcli models pull`, or set "
                 "--model, RAGCLI_MODEL or a profile)")
-    where = selected.get("url") or selected.get("path")
-    name = f" model {selected['name']}" if selected.get("name") else ""
-    profile = f" (profile {selected['profile']})" if selected.get("profile") else ""
-    return f"{selected['backend']} {where}{name}{profile}"
+    if selected.get("error"):
+        return selected["error"]
+    if selected.get("url"):
+        name = f" model {selected['name']}" if selected.get("name") else ""
+        profile = f" (profile {selected['profile']})" if selected.get("profile") else ""
+        return f"{selected['url']}{name}{profile}"
+    label = selected.get("profile") or selected.get("name")
+    return f"{label} ({selected['path']})" if label else str(selected["path"])
 
 
-def print_models(out, data: dict) -> None:
+def print_models(out, data: dict, verbose: bool = False) -> None:
+    """On a terminal: the model ask uses, then the models by name (name, size, quantisation, where);
+    --verbose adds each file's path, architecture, parameters and trained context. Piped: one
+    tab-separated line a model."""
+    files = data["files"]
+    if not out.is_terminal:
+        out.print(f"ask uses\t{selected_line(data['selected'])}", markup=False, highlight=False)
+        out.print("\t".join(["selected", "name", "kind", "size", "quant", "source", "where"]), highlight=False)
+        for p in data["profiles"]:
+            out.print("\t".join(["*" if p["selected"] else "", p["name"], "profile", "", "", p["backend"],
+                                 str(p.get("url") or p.get("path") or "")]), markup=False, highlight=False)
+        for f in files:
+            out.print("\t".join(["*" if f["selected"] else "", f.get("short_name") or "", "file",
+                                 str(f.get("size_bytes") or ""), str(f.get("quantization") or ""), f["source"],
+                                 f["path"]]), markup=False, highlight=False)
+        return
     from rich.table import Table
 
     out.print(f"[bold]ask uses:[/] {escape(selected_line(data['selected']))}")
     if data["profiles"]:
-        table = Table(title="profiles", title_justify="left", show_edge=False)
-        for col in ("", "name", "backend", "where", "serves"):
-            table.add_column(col)
+        table = Table(title="profiles (config file)", title_justify="left", show_edge=False, box=None)
+        for col in ("", "name", "where", "serves"):
+            table.add_column(col, overflow="fold")
         for p in data["profiles"]:
             server = p.get("server") or {}
             serves = ", ".join(server.get("models") or []) or server.get("error") or ""
             if server and not server.get("reachable"):
                 serves = f"unreachable ({server.get('error')})"
-            table.add_row("*" if p["selected"] else "", escape(p["name"]), p["backend"],
+            table.add_row("*" if p["selected"] else "", escape(p["name"]),
                           escape(str(p.get("url") or p.get("path") or "")), escape(serves))
         out.print(table)
-    if data["files"]:
-        table = Table(title="GGUF files", title_justify="left", show_edge=False)
-        for col in ("", "source", "name", "arch", "params", "quant", "ctx", "size"):
-            table.add_column(col)
-        for f in data["files"]:
+    if files:
+        table = Table(title="GGUF files (--model NAME takes the name)", title_justify="left", show_edge=False,
+                      box=None)
+        table.add_column("")
+        table.add_column("name", no_wrap=True)
+        table.add_column("size", justify="right", no_wrap=True)
+        table.add_column("quant", no_wrap=True)
+        table.add_column("from", no_wrap=True)
+        if verbose:
+            for col in ("arch", "params", "ctx"):
+                table.add_column(col, no_wrap=True)
+        for f in files:
+            name = f.get("short_name") or f"[dim]{escape(f['name'])}[/]"
             if f.get("error"):
-                table.add_row("", f["source"], escape(f["name"]), "unreadable", "", "", "", "")
+                table.add_row("", name, "", "unreadable", f["source"], *(["", "", ""] if verbose else []))
                 continue
             kind = " (reranker)" if f.get("reranker") else ""
-            table.add_row("*" if f["selected"] else "", f["source"], escape(f["name"]),
-                          f"{f.get('architecture')}{kind}", human_count(f.get("parameters")),
-                          str(f.get("quantization") or "?"), str(f.get("context_length") or "?"),
-                          human_size(f.get("size_bytes")))
+            row = ["*" if f["selected"] else "", escape(name) if f.get("short_name") else name,
+                   human_size(f.get("size_bytes")), str(f.get("quantization") or "?") + kind, f["source"]]
+            if verbose:
+                row += [str(f.get("architecture")), human_count(f.get("parameters")), str(f.get("context_length") or "?")]
+            table.add_row(*row)
         out.print(table)
+        if verbose:
+            for f in files:
+                out.print(f"[dim]{escape(f.get('short_name') or f['name'])}: {escape(f['path'])}[/]", highlight=False)
+        else:
+            out.print("[dim]--verbose: paths, architectures, parameters, context[/]")
     else:
         out.print("no GGUF files found in ~/.ollama, ~/.lmstudio, the Hugging Face cache or ~/models: "
                   "`ragcli models pull` fetches one")

@@ -3,7 +3,14 @@ done while nothing else shows, then the text streamed to stdout as the model wri
 
 - The status line (rich, transient) appears only when stderr is a terminal, and is cleared before
   any text is printed; it names the phase: loading a model, rewriting the question, searching,
-  reading N prompt tokens (with progress), writing, checking claims.
+  reading N prompt tokens (with progress), writing, checking against the book.
+- Once text has streamed, the status line never ends the text's line: it is drawn on the row under
+  it (a cursor movement, not a line break of the text), and erased with the cursor put back where
+  the text stopped, so the next word continues the same line (a slow model's pause never splits a
+  word or leaves one word a line).
+- An answer's streamed text is a draft (`draft=True`: dimmed) until ragcli's checks have read it:
+  `settle()` then erases it and the checked answer is printed in full (a draft taller than the
+  screen cannot be erased and stays, dimmed, above it).
 - Text streams only when stdout is a terminal and a model writes; piped output and `--json` get
   the finished answer in one piece (render/terminal.py, render/data.py).
 - Summaries stream as Markdown: a `## Heading` line in bold without its hashes, `- ` bullets as •.
@@ -40,7 +47,7 @@ PHASES = {
     "prompt": "reading the prompt",
     "judge": "judging which passages answer the question",
     "write": "writing",
-    "claims": "checking each sentence against its passage",
+    "claims": "checking against the book",
     "verify": "verifying the claims with the model",
 }
 WITHDRAWN = "↑ withdrawn: ragcli's checks did not keep the text above"
@@ -52,17 +59,20 @@ class AnswerStream:
     `progress(event, info)` (the model's own: prompt tokens evaluated, first token)."""
 
     def __init__(self, live: bool, json_out: bool = False, env: Optional[Environment] = None,
-                 markdown: bool = False):
+                 markdown: bool = False, draft: bool = False):
         self.env = env or Environment()
         self.console = self.env.console()
         self.err = self.env.status_console()  # the status line survives a library silencing fd 2
         self.live = live and not json_out
         self.json_out = json_out
         self.markdown = markdown
+        self.draft = draft  # the streamed text is dimmed until `settle()` replaces it with the checked one
+        self.replaced = False  # settle() erased the draft: the answer is to be printed in full
         self.started = time.perf_counter()
         self.first_text: Optional[float] = None  # seconds from start to the first visible text
         self._status = None
         self._spinner = None
+        self._below = False  # a status line is drawn on the row under open text (not by rich's Live)
         self._text_open = False  # streamed text without its final newline yet
         self._line_start = True
         self._prefix = ""
@@ -75,10 +85,10 @@ class AnswerStream:
 
     @classmethod
     def for_model(cls, model, json_out: bool, env: Optional[Environment] = None,
-                  markdown: bool = False) -> "AnswerStream":
+                  markdown: bool = False, draft: bool = False) -> "AnswerStream":
         """Live when stdout is a terminal, the output is not JSON and a model writes."""
         env = env or Environment()
-        return cls(env.stdout_isatty and model is not None, json_out, env, markdown)
+        return cls(env.stdout_isatty and model is not None, json_out, env, markdown, draft)
 
     # -- status line ---------------------------------------------------------------------------
 
@@ -103,8 +113,9 @@ class AnswerStream:
                 text += f" ({done * 100 // total}%)"
         if detail:
             text += f" {detail}"
-        if self._text_open:  # text was streamed: end its line before the status shows below it
-            self._end_line()
+        if self._text_open:  # text was streamed: the status goes under it, the text's line stays open
+            self._show_below(text)
+            return
         from rich.live import Live
         from rich.spinner import Spinner
 
@@ -117,6 +128,21 @@ class AnswerStream:
             self._spinner.update(text=message)
         self._status.refresh()
 
+    def _show_below(self, text: str) -> None:
+        """The status on the row under the open text: the cursor goes down a row (scrolling the
+        screen when the text is on its last row), the status is written there, dimmed and cut to
+        the width; `_stop_status` erases it and puts the cursor back after the text's last word."""
+        if self.err.is_dumb_terminal:
+            return
+        width = max(self.err.width, 2)
+        shown = text if cell_len(text) < width - 1 else text[:width - 2]
+        dim, plain = ("\x1b[2m", "\x1b[0m") if self.env.colour else ("", "")
+        self.console.file.flush()
+        out = self.err.file
+        out.write(("\r\x1b[2K" if self._below else "\n") + f"{dim}{shown}…{plain}")
+        out.flush()
+        self._below = True
+
     def clear(self) -> None:
         """Remove the status line (before text or a result is printed)."""
         with self._lock:
@@ -126,6 +152,11 @@ class AnswerStream:
         if self._status is not None:
             self._status.stop()
             self._status = None
+        if self._below:  # erase the status row, back up to the text's row, to the column after its last word
+            out = self.err.file
+            out.write(f"\r\x1b[2K\x1b[1A\x1b[{min(self._col, self.console.width - 1) + 1}G")
+            out.flush()
+            self._below = False
 
     def progress(self, event: str, info: dict) -> None:
         """A model backend's progress (models.chat `on_progress`): prompt evaluation, first token."""
@@ -171,6 +202,25 @@ class AnswerStream:
         self.console.control(Control(ControlType.CARRIAGE_RETURN, (ControlType.ERASE_IN_LINE, 2),
                                      *(((ControlType.CURSOR_UP, 1), (ControlType.ERASE_IN_LINE, 2)) * rows)))
 
+    def settle(self) -> bool:
+        """The checks are done and the answer is kept: erase the dimmed draft so the checked answer
+        is printed in full in its place (True), or leave it when it is not a draft, nothing was
+        streamed, or it is taller than the screen (False: the draft stays above what follows)."""
+        with self._lock:
+            self._watching.set()
+            self._stop_status()
+            if not (self.draft and self._draft):
+                return False
+            if self._text_open:
+                self._end_line()
+            lines = "".join(self._draft).split("\n")[:-1]
+            width = max(self.console.width, 1)
+            if sum(max(1, -(-cell_len(line) // width)) for line in lines) >= self.console.height:
+                return False
+            self._withdraw()
+            self.replaced = True
+            return True
+
     def _end_line(self) -> None:
         """End the streamed text's line (the word held back first)."""
         self._flush_word()
@@ -205,9 +255,11 @@ class AnswerStream:
         def watch() -> None:
             while not self._watching.wait(0.2):
                 with self._lock:
-                    if self._text_open and self._status is None and \
-                            time.perf_counter() - self._last_text > HELD_SHOW:
-                        self._show("write", "(waiting for the model)", None, None)
+                    if self._watching.is_set():
+                        break
+                    waited = time.perf_counter() - self._last_text
+                    if self._text_open and self._status is None and waited > HELD_SHOW:
+                        self._show("write", f"(waiting for the model, {waited:.0f} s)", None, None)
 
         threading.Thread(target=watch, name="ragcli-status", daemon=True).start()
 
@@ -250,6 +302,8 @@ class AnswerStream:
         styled = styled_answer(text)
         if style:
             styled.stylize(style)
+        if self.draft:
+            styled.stylize("dim")
         self.console.print(styled, end="", soft_wrap=True)
 
     def _markdown(self, text: str) -> None:

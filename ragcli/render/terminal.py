@@ -178,10 +178,10 @@ def books_lines(books: list[Book]) -> list[str]:
 
 
 def print_info(console, data: dict) -> None:
-    """`ragcli info`: one `key: value` line each (nested dicts on one line)."""
+    """`ragcli info`: one `key: value` line each (nested dicts on one line, their empty values left out)."""
     for key, value in data.items():
         if isinstance(value, dict):
-            value = ", ".join(f"{k} {v}" for k, v in value.items())
+            value = ", ".join(f"{k} {v}" for k, v in value.items() if v is not None and v != "")
         console.print(f"[bold]{key}[/]: {value}", highlight=False)
 
 
