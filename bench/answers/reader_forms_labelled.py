@@ -2,8 +2,8 @@
 issue 48) read differently from the words as written? A question it reads the same is decided by the
 rules exactly as before, so only the listed ones need their recorded answers read again.
 
-    python bench/reader_forms_labelled.py --set bench/fm4-25-11-answers.jsonl --db fm.db \
-        [--set bench/atp-answers.jsonl --db atp.db ...]
+    python bench/reader_forms_labelled.py --set bench/answers/fm4-25-11-answers.jsonl --db fm.db \
+        [--set bench/answers/atp-answers.jsonl --db atp.db ...]
 
 Prints, per set, each question with a word the books do not use as written but name in another form
 (a plural acronym, an acronym spelled out, a slip of the keys), and the question as the books write it.
@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 

@@ -32,7 +32,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from ragcli.answer import grounding  # noqa: E402
@@ -127,7 +127,7 @@ def score(found: list[dict], labels: dict[str, dict], sets: list[str]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--set", action="append", required=True, help="DB:RUN.jsonl")
-    ap.add_argument("--labels", type=Path, default=ROOT / "bench" / "labels" / "support-ticks.jsonl")
+    ap.add_argument("--labels", type=Path, default=ROOT / "bench" / "answers" / "labels" / "support-ticks.jsonl")
     ap.add_argument("--dump", type=Path, help="write the ticks no label holds yet (verbatim ones labelled)")
     args = ap.parse_args()
     from ragcli.models import embed

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from ragcli.models import embed  # noqa: E402
@@ -108,7 +108,7 @@ def scale(args) -> dict:
     texts, base = source_rows(args.dbs)
     print(f"{len(base)} real passage vectors from {args.dbs}", file=sys.stderr)
     texts, mat = make(args.n, texts, base, args.noise)
-    questions = [json.loads(line)["question"] for line in open(ROOT / "bench" / "fm4-25-11-questions.jsonl")]
+    questions = [json.loads(line)["question"] for line in open(ROOT / "bench" / "retrieval" / "fm4-25-11-questions.jsonl")]
     queries = np.asarray(embedder.embed(questions[:args.queries]), dtype=np.float32)
     exact = [set((np.argsort(-(mat @ q), kind="stable")[:10] + 1).tolist()) for q in queries]
     tmp = Path(tempfile.mkdtemp())

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 from hub_server import FakeHub
 from tinymodel import write_tiny_gguf

@@ -16,7 +16,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from ragcli.answer import health  # noqa: E402
@@ -24,7 +24,7 @@ from ragcli.answer import health  # noqa: E402
 
 def texts() -> dict[str, tuple]:
     graded: dict[str, str] = {}
-    for f in sorted(glob.glob(str(ROOT / "bench" / "labels" / "*.jsonl"))):
+    for f in sorted(glob.glob(str(ROOT / "bench" / "answers" / "labels" / "*.jsonl"))):
         if f.endswith("-run.jsonl"):
             continue
         for line in open(f, encoding="utf-8"):
@@ -32,7 +32,7 @@ def texts() -> dict[str, tuple]:
             if r.get("answer") and r.get("label"):
                 graded[r["answer"]] = r["label"]
     out: dict[str, tuple] = {}
-    for f in sorted(glob.glob(str(ROOT / "bench" / "labels" / "*-run.jsonl"))):
+    for f in sorted(glob.glob(str(ROOT / "bench" / "answers" / "labels" / "*-run.jsonl"))):
         labels = {}
         lf = Path(f.replace("-run.jsonl", ".jsonl"))
         if lf.exists():
