@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _entry(name, size_gb, memory_gb):
-    from ragcli.models.download import Entry
+    from ragcli.models.catalogue import Entry
 
     return Entry(name, name, "org/repo", f"{name}.gguf", "rev", size_gb, memory_gb, "MIT", "not measured here")
 

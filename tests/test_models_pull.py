@@ -228,10 +228,10 @@ def test_a_repository_without_a_file_name_pulls_its_gguf(hub_env, tiny_bytes):
 def test_the_shipped_catalogue_is_complete_and_never_guesses(monkeypatch):
     """Every entry names its source; a sha256 is 64 hex digits with where it was read; the models this
     project ran carry their measured CERT figures, the others say they were not measured here."""
-    from ragcli.models import download
+    from ragcli.models import catalogue
 
     monkeypatch.delenv("RAGCLI_CATALOG", raising=False)
-    entries = {e.name: e for e in download.entries()}
+    entries = {e.name: e for e in catalogue.entries()}
     assert {"qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "qwen2.5-1.5b", "qwen2.5-3b", "qwen2.5-7b",
             "llama3.2-3b"} <= set(entries)
     for e in entries.values():

@@ -117,10 +117,10 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 def _download_takes_any_url() -> bool:
     """Does `models pull URL` take a plain web server's URL (issue 47's download rewrite)?"""
     from ragcli.errors import RagcliError
-    from ragcli.models import download
+    from ragcli.models import catalogue
 
     try:
-        download.target("http://127.0.0.1:9/files/model.gguf")
+        catalogue.target("http://127.0.0.1:9/files/model.gguf")
     except RagcliError:
         return False
     return True

@@ -126,13 +126,13 @@ def pull_cmd(
     model when none is configured yet. Without a NAME: the catalogue, the models that fit this
     machine marked (--verbose: titles, licences, what was measured)."""
     from ragcli import config
-    from ragcli.models import choice, download, hardware, names
+    from ragcli.models import catalogue, choice, download, hardware, names
     from ragcli.render.data import print_json
     from ragcli.render.download import PullProgress, catalog_view, pulled_line
 
     if spec is None:
         hw = hardware.detect()
-        entries = download.entries(hw)
+        entries = catalogue.entries(hw)
         fits = {e.name: choice.estimate(e, hw) for e in entries}
         if not yes:
             if json_out:
@@ -154,7 +154,7 @@ def pull_cmd(
         spec = best.name
         if not json_out:
             info(f"pulling {best.name} ({best.size_gb:.2f} GB), the largest that fits: {fit.why}")
-    target = download.target(spec, sha256)
+    target = catalogue.target(spec, sha256)
     label = target.name or (f"{target.repo}/{target.file}" if target.file else target.repo)
     with PullProgress(label, json_out) as report:
         pulled = download.pull(target, report)

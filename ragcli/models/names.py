@@ -21,7 +21,7 @@ from ragcli.errors import ModelError
 
 
 def _catalogue() -> list:
-    from ragcli.models.download import entries
+    from ragcli.models.catalogue import entries
 
     try:
         return entries()
