@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ragcli.answer import grounding
-from ragcli.render import data, terminal
+from ragcli.render import answers, data
 from ragcli.types import Answer, Claim, Hit, Source
 
 FM = json.loads((Path(__file__).parent / "fixtures" / "fm4-25-11-passages.json").read_text())["passages"]
@@ -48,7 +48,7 @@ def test_a_repointed_label_is_cited_listed_under_sources_and_named_in_the_json(e
     out = data.answer_data(answer)
     assert out["citations"] == ["S1", "S2", "S3"] and out["found_citations"] == ["S2"]
 
-    shown = _shown(terminal.print_answer, answer)
+    shown = _shown(answers.print_answer, answer)
     listed = shown.split("\nSources\n", 1)[1]
     assert "[S2] (found by ragcli) First Aid" in listed
     assert "[S1] First Aid" in listed and "[S3] First Aid" in listed  # the model's own, not marked
@@ -68,7 +68,7 @@ def test_an_answer_that_cites_what_the_model_wrote_is_unchanged(embedder):
     answer = Answer("q", None, text, "answered", ["S2", "S3"], [], sources)
     grounding.assess(answer, embedder)
     assert answer.citations == ["S2", "S3"] and data.answer_data(answer)["found_citations"] == []
-    assert "found by ragcli" not in _shown(terminal.print_answer, answer)
+    assert "found by ragcli" not in _shown(answers.print_answer, answer)
 
 
 def test_labels_found_for_an_answer_that_cited_nothing_are_all_ragclis(embedder):
@@ -87,7 +87,7 @@ def test_consecutive_sentences_found_in_one_passage_get_one_note(embedder):
     text = " ".join(f"{s}." for s in [BAND, *SWELLING])  # pasted from S2 without a label
     claims = grounding.score(text, sources, embedder)
     assert [(c.attributed, c.citations) for c in claims] == [(True, ["S2"])] * 4  # the premise
-    notes = [line.strip() for line in _shown(terminal.print_claims, claims, evidence=False).splitlines()
+    notes = [line.strip() for line in _shown(answers.print_claims, claims, evidence=False).splitlines()
              if "↳" in line]
     assert notes == ["↳ these 4 sentences cite no passage; ragcli found them in [S2]"]
 
@@ -97,7 +97,7 @@ def test_consecutive_sentences_under_the_same_wrong_label_get_one_note(embedder)
     text = f"{BAND} [S1]. {SWELLING[0]} [S1]. Thirst and restlessness are signs of shock [S3]."
     claims = grounding.score(text, sources, embedder)
     assert [(c.cited_as, c.citations) for c in claims[:2]] == [(["S1"], ["S2"])] * 2  # the premise
-    shown = _shown(terminal.print_claims, claims, evidence=True)
+    shown = _shown(answers.print_claims, claims, evidence=True)
     notes = [line.strip() for line in shown.splitlines() if "↳" in line and "“" not in line]
     assert notes == ["↳ these 2 sentences cite [S1], which does not back them; [S2] does"]
     lines = shown.splitlines()
@@ -113,7 +113,7 @@ def test_a_note_is_said_once_per_run_and_a_different_note_starts_a_new_run():
               Claim("A sentence the model cited itself", ["S1"], support="supported"),
               found("A third sentence of the book", "S3"), found("A sentence of another passage", "S4"),
               Claim("Moved from the wrong label here", ["S2"], support="supported", cited_as=["S1"])]
-    notes = [line.strip() for line in _shown(terminal.print_claims, claims, evidence=False).splitlines()
+    notes = [line.strip() for line in _shown(answers.print_claims, claims, evidence=False).splitlines()
              if "↳" in line]
     assert notes == ["↳ these 2 sentences cite no passage; ragcli found them in [S3]",
                      "↳ the answer cites no passage here; ragcli found it in [S3]",
@@ -209,6 +209,6 @@ def test_a_withheld_draft_is_never_the_json_answer(tmp_path):
     assert live["answer"] == "" and live["withheld_draft"] == draft
     from ragcli.render.markdown import answer_markdown
 
-    assert "100 mg" not in answer_markdown(answer) and "100 mg" not in _shown(terminal.print_answer, answer)
+    assert "100 mg" not in answer_markdown(answer) and "100 mg" not in _shown(answers.print_answer, answer)
     shown = data.answer_data(Answer("q", None, "Apply pressure [S1].", "answered", ["S1"], [], _sources([320])))
     assert shown["answer"] == "Apply pressure [S1]." and shown["withheld_draft"] is None

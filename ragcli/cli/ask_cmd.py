@@ -137,7 +137,7 @@ def show_standalone(stream, made, continued: bool = True) -> None:
     """The standalone question a follow-up became, dimmed on stderr before retrieval (not in --json);
     a question that refers back to nothing says so in one line (also with --json: it is stderr)."""
     from ragcli.conversation import dangling_words
-    from ragcli.render.terminal import standalone_line
+    from ragcli.render.conversations import standalone_line
 
     words = dangling_words(made, continued)
     if words:
@@ -152,7 +152,7 @@ def show_answer(stream, answer, *, json_out: bool, output: str = "text", evidenc
                 show_prompt: bool = False, turn=None) -> None:
     """The finished answer (JSON, Markdown or the terminal's), then removed citations on stderr.
     ModelError after it when the model's stream was cut."""
-    from ragcli.render import data, terminal
+    from ragcli.render import answers, conversations, data
 
     if answer.prompt and show_prompt:
         console(stderr=True).print(answer.prompt, markup=False, highlight=False)
@@ -163,10 +163,10 @@ def show_answer(stream, answer, *, json_out: bool, output: str = "text", evidenc
 
         stream.console.print(answer_markdown(answer), markup=False, highlight=False, end="")
     else:
-        terminal.print_answer(stream.console, answer, streamed=stream.live and not stream.replaced,
+        answers.print_answer(stream.console, answer, streamed=stream.live and not stream.replaced,
                               evidence=evidence)
         if turn is not None and turn.number:
-            console(stderr=True).print(terminal.turn_saved_line(turn), highlight=False)
+            console(stderr=True).print(conversations.turn_saved_line(turn), highlight=False)
     for removed in answer.removed_citations:  # after the answer, never inside it
         warn(f"removed citation {removed.text!r}: {removed.reason}")
     if any(w.code == "stream_cut" for w in answer.warnings):  # the part received was shown, validated

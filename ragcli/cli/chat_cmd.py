@@ -143,7 +143,7 @@ def _reader(past: list[str]):
 
 def _command(out, text: str, last) -> bool:
     """Run a /command; True when the session ends."""
-    from ragcli.render.terminal import print_answer_sources, print_passage
+    from ragcli.render.answers import print_answer_sources, print_passage
 
     name, _, arg = text.partition(" ")
     name = name.lower()

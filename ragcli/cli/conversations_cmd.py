@@ -26,7 +26,7 @@ def conversations_list(db: DbOpt = None, json_out: JsonOpt = False) -> None:
     """Every conversation: id, turns, dates and its first question, most recently continued first."""
     from ragcli import conversation as core
     from ragcli.render.data import conversation_row, print_json
-    from ragcli.render.terminal import conversations_table
+    from ragcli.render.conversations import conversations_table
 
     rows = core.conversations(open_db(db, create=False))
     if json_out:
@@ -44,7 +44,7 @@ def conversations_show(conversation: IdArg, db: DbOpt = None, json_out: JsonOpt 
     its cited sources (no model needed); a turn whose sources changed is marked stale."""
     from ragcli import conversation as core
     from ragcli.render.data import conversation_data, print_json
-    from ragcli.render.terminal import print_conversation
+    from ragcli.render.conversations import print_conversation
 
     cid = core.parse_id(conversation)
     found = core.get(open_db(db, create=False), cid)

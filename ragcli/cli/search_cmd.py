@@ -33,7 +33,7 @@ def search(
 ) -> None:
     """Find passages and figures by meaning and by word."""
     from ragcli.render.data import hits_data, print_json
-    from ragcli.render.terminal import print_hits
+    from ragcli.render.hits import print_hits
     from ragcli.search.pipeline import SearchOptions, check_scope, search as run_search
 
     if not query.strip():  # before any work

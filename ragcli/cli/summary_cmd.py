@@ -53,7 +53,7 @@ def summary_new(
     from ragcli import summary as core
     from ragcli.render.data import print_json, summary_data
     from ragcli.render.stream import AnswerStream
-    from ragcli.render.terminal import print_summary
+    from ragcli.render.summaries import print_summary
     from ragcli.search.pipeline import check_scope
 
     core.normalise_topic(topic)  # an empty topic fails before any model is loaded
@@ -122,7 +122,7 @@ def summary_list(topic: TopicArg, db: DbOpt = None, json_out: JsonOpt = False) -
     """The saved summaries of TOPIC: number, date, model, books, sources, stale or not."""
     from ragcli import summary as core
     from ragcli.render.data import print_json, summary_list_data
-    from ragcli.render.terminal import summaries_table
+    from ragcli.render.summaries import summaries_table
 
     conn = open_db(db, create=False)
     key, found = core.history(conn, topic)
@@ -149,7 +149,7 @@ def summary_show(
     says when its sources changed."""
     from ragcli import summary as core
     from ragcli.render.data import print_json, summary_data
-    from ragcli.render.terminal import print_summary
+    from ragcli.render.summaries import print_summary
 
     if output not in ("text", "markdown"):
         raise UsageError(f"unknown format '{output}' (choose from text, markdown)")
@@ -171,7 +171,7 @@ def summary_topics(db: DbOpt = None, json_out: JsonOpt = False) -> None:
     """Every topic with its number of summaries and the latest date."""
     from ragcli import summary as core
     from ragcli.render.data import print_json, topics_data
-    from ragcli.render.terminal import topics_table
+    from ragcli.render.summaries import topics_table
 
     rows = core.topics(open_db(db, create=False))
     if json_out:

@@ -12,7 +12,7 @@ done while nothing else shows, then the text streamed to stdout as the model wri
   `settle()` then erases it and the checked answer is printed in full (a draft taller than the
   screen cannot be erased and stays, dimmed, above it).
 - Text streams only when stdout is a terminal and a model writes; piped output and `--json` get
-  the finished answer in one piece (render/terminal.py, render/data.py).
+  the finished answer in one piece (render/answers.py, render/data.py).
 - Summaries stream as Markdown: a `## Heading` line in bold without its hashes, `- ` bullets as •.
 - A draft ragcli does not keep (ask's answer turned `no_answer`, or a first try before the second)
   is withdrawn: its rows are erased (counted as written, wrapping included), or, when some have
@@ -31,7 +31,7 @@ from rich.markup import escape
 from rich.segment import ControlType
 
 from ragcli.render.console import Environment
-from ragcli.render.terminal import expansion_line, styled_answer
+from ragcli.render.answers import expansion_line, styled_answer
 
 # rich.live and rich.spinner are imported when a status line is drawn: piped and --json runs skip them.
 
