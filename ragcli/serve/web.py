@@ -25,7 +25,7 @@ cancels its Job at the next token, frees the slot, and saves nothing (a turn is 
 
 Messages reach the page in a reader's words (serve/words.py): no server path, no command-line flag.
 
-The books, summaries and topics the page shows come from the JSON routes of serve/http.py (/books,
+The books, summaries and topics the page shows come from the JSON routes of serve/api.py (/books,
 /summaries...). Every route here but the page's three files and the key form needs the key when
 the server has one (serve/guard.py Guard: the header or this cookie, one check). Every response
 carries a Content-Security-Policy that allows only the page's own script and style and requests
