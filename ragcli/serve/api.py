@@ -20,7 +20,8 @@ from ragcli.errors import UsageError
 from ragcli.render.data import answer_data
 from ragcli.serve.admission import Admission
 from ragcli.serve.exchange import Books, endpoint, read_json, run_watched
-from ragcli.serve.library import Job, Library
+from ragcli.serve.jobs import Job
+from ragcli.serve.library import Library
 
 # -- one schema per route (pydantic, strict: `"k": "3"` or `"stream": 1` is refused, not coerced) --------------
 

@@ -20,7 +20,7 @@ from pydantic import StrictStr
 
 from ragcli.errors import CorpusError, InputError, NotFoundError, RagcliError, UsageError
 from ragcli.serve.admission import Busy, Ticket
-from ragcli.serve.library import Cancelled, Job
+from ragcli.serve.jobs import Cancelled, Job
 
 MAX_BODY = 1 << 20  # bytes of a request body: a question and its conversation, not a book
 MAX_DEPTH = 32  # levels of JSON arrays and objects in a body (the deepest request has 4)

@@ -21,7 +21,8 @@ from ragcli.serve import chat
 from ragcli.serve.admission import Admission, Ticket
 from ragcli.serve.exchange import (Books, Mailbox, endpoint, error_body, error_response, log, read_json,
                                    run_watched, until_disconnected)
-from ragcli.serve.library import Cancelled, Job, Library
+from ragcli.serve.jobs import Cancelled, Job
+from ragcli.serve.library import Library
 
 
 class TextPart(BaseModel):
@@ -172,7 +173,7 @@ def routes(library: Library, admission: Admission) -> list:
         if stream:
             def work(put):
                 answer = library.ask(question, job=job, prepare=prepare, on_text=lambda t: put("text", t),
-                                     on_phase=lambda name: put("phase", name), **opts)
+                                     on_phase=lambda name, **_: put("phase", name), **opts)
                 return answer, asked
             return AnswerEvents(ticket, job, work)
         answer = await run_watched(request, ticket, job, lambda: library.ask(question, job=job, prepare=prepare,
