@@ -105,7 +105,7 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
         on_progress: Optional[Callable[[str, dict], None]] = None, reranker=None) -> Answer:
     """Answer `question` from the corpus. `on_text` receives validated text as it streams; `on_expanded`
     the expansion before retrieval runs; `on_phase(name, ...)` each step as it starts (expand, rewrite,
-    search: search.pipeline's; prompt, judge with done/total, claims or verify, retry); `on_progress(event,
+    search: search.pipeline's; prompt with passages=N, judge with done/total, claims or verify, retry); `on_progress(event,
     info)` the model's own progress. `reranker`: a re-ranker model for the search."""
     opts = opts or AskOptions()
     started = time.perf_counter()
@@ -205,7 +205,7 @@ def _answer(run: Run) -> Answer:
     held-out book every second try either failed again or replaced a withheld draft with a wrong
     answer shown as answered (decision D76)."""
     model, opts = run.model, run.opts
-    run.phase("prompt")
+    run.phase("prompt", passages=len(run.blocks))  # the passages the model is given to read
     first = prompt.instruction_for(run.question)
     only = None
     if opts.judge:  # the judge reads the answer's own prompt (generate lays it out again, with `only`)

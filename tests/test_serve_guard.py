@@ -171,10 +171,10 @@ def schema_fields() -> list[str]:
     """The field names of every request schema of the servers (pydantic models in serve/)."""
     from pydantic import BaseModel
 
-    from ragcli.serve import http as http_mod, web
+    from ragcli.serve import api, openai_api, web
 
     names = set()
-    for module in (http_mod, web):
+    for module in (api, openai_api, web):
         for value in vars(module).values():
             if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel:
                 names |= set(value.model_fields)
@@ -287,7 +287,7 @@ def test_fuzzed_requests_over_every_route_never_get_a_server_error(plain):
 # -- slow clients ---------------------------------------------------------------------------------
 
 def test_slow_clients_are_closed_at_the_header_timeout_and_others_are_served(plain):
-    from ragcli.serve.http import BODY_TIMEOUT, HEADER_TIMEOUT
+    from ragcli.serve.transport import BODY_TIMEOUT, HEADER_TIMEOUT
 
     silent = socket.create_connection(("127.0.0.1", plain.port))
     partial = socket.create_connection(("127.0.0.1", plain.port))

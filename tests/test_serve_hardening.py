@@ -31,7 +31,8 @@ class Uvicorn:
     def __init__(self, db, key=None, **limits):
         import uvicorn
 
-        from ragcli.serve.http import create_app, protocol_class
+        from ragcli.serve.http import create_app
+        from ragcli.serve.transport import protocol_class
         from ragcli.serve.library import Library
         from serve_helpers import free_port
 

@@ -49,6 +49,19 @@ def test_a_withheld_answer_says_why_in_words_and_keeps_the_figures_for_later():
         "status": "Answered from the books", "words": "", "details": ""}
 
 
+def test_an_answer_no_sentence_of_which_its_passage_states_says_so():
+    """Read on the page with the 0.5B on the CERT manual: "PASS stands for Portable Fire Extinguishers
+    [S5]", one weak sentence, stood under a green "Answered from the books" and nothing else."""
+    weak = {"status": "answered", "notice": None, "claims": [{"text": "PASS stands for ...", "support": "weak"}]}
+    assert words.answer_words(weak)["words"] == words.WEAK_WORDS
+    mixed = dict(weak, claims=[{"support": "weak"}, {"support": "supported"}])
+    assert words.answer_words(mixed)["words"] == ""
+    quoted = dict(weak, claims=[{"support": "quoted"}])
+    assert words.answer_words(quoted)["words"] == ""
+    withheld = dict(weak, status="no_answer")
+    assert words.answer_words(withheld)["words"] != words.WEAK_WORDS
+
+
 def test_hostile_markdown_becomes_inert_html():
     out = words.markdown_html(HOSTILE)
     assert "<h4>Care &lt;script&gt;alert(1)&lt;/script&gt;</h4>" in out

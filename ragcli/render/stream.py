@@ -98,10 +98,14 @@ class AnswerStream:
         evaluates its prompt in one piece, as it would without ragcli)."""
         return self.progress if self.env.stderr_isatty else None
 
-    def phase(self, name: str, detail: str = "", done: Optional[int] = None, total: Optional[int] = None) -> None:
-        """Name what is being done on the status line (nothing when stderr is not a terminal)."""
+    def phase(self, name: str, detail: str = "", done: Optional[int] = None, total: Optional[int] = None,
+              passages: Optional[int] = None) -> None:
+        """Name what is being done on the status line (nothing when stderr is not a terminal);
+        `passages`: how many passages the model is given to read."""
         if not self.env.stderr_isatty:
             return
+        if passages:
+            name, detail = f"reading {passages} passage{'s' if passages != 1 else ''}", detail
         with self._lock:
             self._show(name, detail, done, total)
 

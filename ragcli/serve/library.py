@@ -6,9 +6,8 @@ operations block: the servers run them in worker threads. Each thread keeps its 
 connection; chat models come from a pool of `parallel` instances (one llama.cpp context serves one
 generation at a time; the weights are memory-mapped, so the instances share them).
 
-A request that is no longer wanted (its client left) sets its `Job`; the callbacks ask passes to the
-core then raise `Cancelled`, which unwinds the generation at the next token (the model's stream is
-closed as the exception passes through it).
+A request that is no longer wanted (its client left) sets its `Job` (serve/jobs.py): the callbacks
+passed to the core then raise `Cancelled` at the next token.
 """
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ import tempfile
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
@@ -27,6 +25,8 @@ from ragcli.ingest import paths, pipeline
 from ragcli.render.data import (books_data, conversation_data, conversation_row, hits_data, ingest_data, passage_data,
                                 summary_data, summary_list_data, topics_data, turn_data)
 from ragcli.search.pipeline import SearchOptions, check_scope, search
+from ragcli.serve.jobs import Cancelled, Job  # noqa: F401 - Cancelled: also imported from here
+from ragcli.serve.jobs import callbacks as _callbacks, checking as _checking, reading as _reading
 from ragcli.store import backend, corpus, files
 
 EMPTY_QUESTION = "the question is empty: ask in a few words, e.g. `ragcli ask \"how to stop bleeding\"`"
@@ -34,24 +34,6 @@ EMPTY_QUERY = "the query is empty: give a few words, e.g. `ragcli search tourniq
 MAX_K = 50
 PAGE_CACHE = 64  # rendered page images kept in memory (about 0.3-1 MB each)
 SQLITE_MAX = 2 ** 63 - 1  # the largest integer SQLite stores
-
-
-class Cancelled(Exception):
-    """The client went away: the work it asked for stops (not a RagcliError: nobody is told)."""
-
-
-@dataclass
-class Job:
-    """One request's cancellation flag, set from the server's event loop, read by the worker."""
-
-    cancelled: threading.Event = field(default_factory=threading.Event)
-
-    def cancel(self) -> None:
-        self.cancelled.set()
-
-    def check(self) -> None:
-        if self.cancelled.is_set():
-            raise Cancelled()
 
 
 class ModelPool:
@@ -205,7 +187,18 @@ class Library:
         if hit is None:
             raise NotFoundError(f"no passage with id {passage_id} (ids come from search and ask results)")
         books = corpus.list_books(conn, [hit.book_id])
-        return {**passage_data(hit, [], []), "page_count": books[0].page_count if books else hit.page_end}
+        # the printed label of each page (previous/next name the page as the book prints it)
+        labels = {str(n): label for n, label in corpus.page_labels(conn, hit.book_id).items() if label}
+        return {**passage_data(hit, [], []), "page_count": books[0].page_count if books else hit.page_end,
+                "page_labels": labels}
+
+    def book_formats(self, book_ids: Sequence[str]) -> dict[str, str]:
+        """Each book's file type (pdf | epub | docx | html | md | txt | ""), from its file's name: a saved
+        source names its book, not its file, and the page shows a book without page images by its text."""
+        from ragcli.serve.words import file_kind
+
+        ids = sorted({b for b in book_ids if b})
+        return {b.id: file_kind(b.path) for b in corpus.list_books(self.conn(), ids)} if ids else {}
 
     def page_image(self, passage_id: int, page: Optional[int] = None) -> tuple[bytes, int]:
         """`show ID --image`: the PNG of the passage's page with its sentences highlighted (`page`:
@@ -340,7 +333,7 @@ class Library:
             check()
             turn, answer = conversation.ask_turn(conn, self.embedder, question, model, opts, talk,
                                                  on_standalone=made, on_text=text, on_phase=phase,
-                                                 on_progress=lambda *a: check())
+                                                 on_progress=_reading(check, on_phase))
         return turn_data(turn, answer)
 
     def summary_new(self, topic: str, job: Optional[Job] = None, on_text: Optional[Callable[[str], None]] = None,
@@ -357,7 +350,7 @@ class Library:
         with self.models.lease() as model:
             check()
             made = summary.new(self.conn(), self.embedder, topic, model, opts, on_text=text, on_phase=phase,
-                               on_progress=lambda *a: check())
+                               on_progress=_reading(check, on_phase))
         return summary_data(made)
 
     # -- writing (MCP --allow-ingest only) ---------------------------------------------------------
@@ -417,28 +410,3 @@ def _books(book) -> Optional[list[str]]:
 def _check_k(k: int, most: int) -> None:
     if not isinstance(k, int) or not 1 <= k <= most:
         raise UsageError(f"k must be between 1 and {most}, not {k}")
-
-
-def _checking(job: Optional[Job]) -> Callable[..., None]:
-    """A phase callback that stops the work when its job was cancelled."""
-    def check(*args, **kwargs) -> None:
-        if job is not None:
-            job.check()
-    return check
-
-
-def _callbacks(check: Callable[[], None], on_text: Optional[Callable[[str], None]],
-               on_phase: Optional[Callable[..., None]]):
-    """The (text, phase) callbacks a served call passes to the core: each first checks the job (a
-    cancelled or timed-out job stops there), then tells the caller's own callback, if any."""
-    def text(piece: str) -> None:
-        check()
-        if on_text:
-            on_text(piece)
-
-    def phase(name, *args, **kwargs) -> None:
-        check()
-        if on_phase:
-            on_phase(name)
-
-    return text, phase

@@ -9,10 +9,11 @@ ragcli/serve/web/ (no build step, nothing fetched from another host).
     POST /web/api/ask {question, conversation_id?, book?}   SSE: standalone, phase, text, done (the turn)
     POST /web/api/summaries {topic, keep_weak?}   SSE: phase, text, done (the new numbered summary)
     GET  /web/api/summaries/{topic}?number=N      = `summary show --json` with `html`, its Markdown made safe
-    GET  /web/api/conversations[/{id}]      = `conversations list|show --json` (each turn with `reader`)
+    GET  /web/api/conversations[/{id}]      = `conversations list|show --json` (each turn with `reader`,
+                                            each source with its book's `format`)
     POST /web/api/conversations/{id}/rename {title};  POST /web/api/conversations/{id}/delete {}
-    GET  /web/api/search?q=WORDS[&book=ID]  = `search --json`
-    GET  /web/api/passages/{id}             = `show ID --json` with the book's page_count and format
+    GET  /web/api/search?q=WORDS[&book=ID...]  = `search --json` (`book` repeated: several books)
+    GET  /web/api/passages/{id}             = `show ID --json` with the book's page_count, page_labels, format
     GET  /web/api/passages/{id}/section     the passage in its section's text (books without page images)
     GET  /web/api/passages/{id}/page.png[?page=N]   = `show ID --image`, as PNG, cached
     GET  /web/api/passages/{id}/file        the book's file (a PDF opens at #page=N; others download)
@@ -25,7 +26,7 @@ cancels its Job at the next token, frees the slot, and saves nothing (a turn is 
 
 Messages reach the page in a reader's words (serve/words.py): no server path, no command-line flag.
 
-The books, summaries and topics the page shows come from the JSON routes of serve/http.py (/books,
+The books, summaries and topics the page shows come from the JSON routes of serve/api.py (/books,
 /summaries...). Every route here but the page's three files and the key form needs the key when
 the server has one (serve/guard.py Guard: the header or this cookie, one check). Every response
 carries a Content-Security-Policy that allows only the page's own script and style and requests
@@ -50,7 +51,8 @@ from ragcli.errors import UsageError
 from ragcli.serve.guard import COOKIE
 from ragcli.serve import words
 from ragcli.ingest import paths
-from ragcli.serve.library import Cancelled, Job, Library
+from ragcli.serve.jobs import Cancelled, Job
+from ragcli.serve.library import Library
 
 # The page shell and the key form: served without the key (they hold no data of the corpus).
 class _Body(BaseModel):
@@ -260,6 +262,13 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
     async def blocking(fn: Callable):  # a read: never waits for a generation (serve/admission.py)
         return await admission.read(fn)
 
+    def with_formats(sources) -> None:
+        """Each source's book file type as `format` (a saved turn's or summary's sources name the book
+        only): the page shows a PDF's page and any other book's section text, and names the file type."""
+        formats = library.book_formats([s.get("book_id") for s in sources or []])
+        for source in sources or []:
+            source["format"] = formats.get(source.get("book_id"), words.file_kind(source.get("file")))
+
     async def session(request):
         return JSONResponse({"model": library.model_name, "ingest": library.ingest_root is not None,
                              "key_required": bool(api_key), "generating": admission.generating})
@@ -272,6 +281,7 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
         data = await blocking(lambda: library.conversation_show(cid))
         for turn in data.get("turns", []):
             turn["reader"] = words.answer_words(turn)
+        await blocking(lambda: with_formats([s for t in data.get("turns", []) for s in t.get("sources") or []]))
         return JSONResponse(data)
 
     async def rename(request):
@@ -293,9 +303,10 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
 
         def work(put):
             turn = library.ask_turn(question, cid, book=book, job=job, on_text=lambda t: put("text", t),
-                                    on_phase=lambda name: put("phase", {"name": name}),
+                                    on_phase=lambda name, **more: put("phase", {"name": name, **more}),
                                     on_standalone=lambda made: put("standalone", made))
             turn["reader"] = words.answer_words(turn)
+            with_formats(turn.get("sources"))
             return turn
         return Events(kit, ticket, job, work)
 
@@ -305,8 +316,10 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
 
         def work(put):
             made = library.summary_new(body.topic, job=job, on_text=lambda t: put("text", t),
-                                       on_phase=lambda name: put("phase", {"name": name}), keep_weak=body.keep_weak)
+                                       on_phase=lambda name, **more: put("phase", {"name": name, **more}),
+                                       keep_weak=body.keep_weak)
             made["html"] = words.markdown_html(made.get("text") or "")
+            with_formats(made.get("sources"))
             return made
         return Events(kit, ticket, job, work)
 
@@ -315,11 +328,12 @@ def routes(library: Library, admission, kit, api_key: Optional[str]) -> list:
         topic = request.path_params["topic"]
         made = await blocking(lambda: library.summary_show(topic, number))
         made["html"] = words.markdown_html(made.get("text") or "")
+        await blocking(lambda: with_formats(made.get("sources")))
         return JSONResponse(made)
 
     async def search(request):
         query = request.query_params.get("q") or ""
-        book = request.query_params.get("book") or None
+        book = [b for b in request.query_params.getlist("book") if b] or None  # one or several books
         k = _number(request.query_params.get("k"), "k") or 10
         return JSONResponse(await blocking(lambda: library.search(query, book=book, k=k)))
 

@@ -88,6 +88,10 @@ def _reason_in(notice: str) -> Optional[Reason]:
     return None
 
 
+STRONG = ("supported", "quoted")  # a sentence its passage states (or the book's own sentence)
+WEAK_WORDS = "Only weakly backed: the passages say part of this at most. Read them before relying on it."
+
+
 def answer_words(data: dict) -> dict:
     """`status`: the status in words; `words`: why, in words (empty when answered); `details`:
     the notice as ragcli wrote it (figures and all), made safe for a reader, for a "why?" on demand."""
@@ -96,6 +100,9 @@ def answer_words(data: dict) -> dict:
     said = REASON_WORDS.get(reason, "") if reason is not None and status != "answered" else ""
     if status == "no_answer" and not said:
         said = "The books do not seem to answer this."
+    claims = [c.get("support") for c in data.get("claims") or [] if isinstance(c, dict)]
+    if status == "answered" and claims and not any(c in STRONG for c in claims):
+        said = WEAK_WORDS  # kept by the checks, yet no sentence is plainly stated by its passage
     notice = data.get("notice") or ""
     if status == "no_answer":  # ragcli's own attribution is no finding about a withheld draft
         notice = "; ".join(p for p in notice.split("; ") if not p.startswith("the model cited no passage"))

@@ -13,10 +13,19 @@
   const PHASES = { expand: "looking up related words", rewrite: "rewording the question", search: "retrieving passages",
     standalone: "reading the follow-up", prompt: "reading the passages found", judge: "weighing the passages",
     claims: "checking each sentence against the book", verify: "checking each sentence against the book",
-    retry: "trying again" };
+    retry: "trying again", checks: "checking the question against the books" };
+  // a phase event in words: "reading 6 passages" when the server says how many the model reads
+  // (and, as the model reads its prompt, how far it is: "reading 6 passages (40%)")
+  const reading = { passages: 0 };
+  function phaseWords(data, words) {
+    if (data.name !== "prompt") return (words || PHASES)[data.name] || data.name;
+    if (data.passages) reading.passages = data.passages;
+    const what = reading.passages ? `reading ${reading.passages} passage${reading.passages === 1 ? "" : "s"}` : PHASES.prompt;
+    return data.total ? `${what} (${Math.floor(100 * data.done / data.total)}%)` : what;
+  }
   const KINDS = { pdf: "the PDF", epub: "the EPUB file", docx: "the Word file", html: "the HTML file",
     md: "the Markdown file", txt: "the text file" };
-  const state = { conversation: null, ingest: false, asking: null, summarising: null, books: [] };
+  const state = { conversation: null, ingest: false, asking: null, summarising: null, books: [], chosen: new Set() };
   let uid = 0;
 
   function el(tag, attrs, ...children) {
@@ -138,7 +147,7 @@
     const on = () => { for (const c of scope.querySelectorAll(".card.highlight")) c.classList.remove("highlight");
       const c = card(); if (c) c.classList.add("highlight"); };
     return el("button", { type: "button", class: "badge", "data-label": label, "aria-label": `source ${label}`,
-      onmouseenter: on, onfocus: on, onclick: () => { on(); const c = card(); if (c) openPage(c.dataset.passage, null, c.dataset.title); } },
+      onmouseenter: on, onfocus: on, onclick: (event) => { on(); const c = card(); if (c) openPage(c.dataset.passage, null, c.dataset.title, event.currentTarget); } },
       `[${label}]`);
   }
 
@@ -158,7 +167,9 @@
     const where = [];
     if (source.section_path && source.section_path.length) where.push(source.section_path.join(" › "));
     // a book without page images (EPUB, Word, HTML, Markdown, text) is shown by its section, not a page
-    const paged = !source.file || /\.pdf$/i.test(source.file);
+    // (`format`: the server's word for the book's file type; a saved source names no file)
+    const paged = source.format !== undefined ? source.format === "pdf" || !source.format
+      : !source.file || /\.pdf$/i.test(source.file);
     if (paged) where.push(`p. ${source.page_label}`);
     const text = el("p", { class: "text" });
     const quote = (quotes || []).find((q) => q && source.text.includes(q));
@@ -173,8 +184,19 @@
       el("p", { class: "where" }, where.filter(Boolean).join(" · ")),
       gone ? el("p", { class: "stale" }, "This passage is no longer in the books.") : null,
       text,
-      gone ? null : el("button", { type: "button", onclick: () => openPage(pid, null, source.book_title) },
+      gone ? null : el("button", { type: "button", onclick: (event) => openPage(pid, null, source.book_title, event.currentTarget) },
         paged ? `Show page ${source.page_label || ""}`.trim() : "Show in the book"));
+  }
+
+  // What Copy puts on the clipboard: the answer as written, its labels, and the sources it cites
+  // (not the support marks' hidden explanations, which are part of the page's text).
+  function copyText(data) {
+    const cited = new Set(data.citations || []);
+    const where = (s) => (s.format && s.format !== "pdf" ? (s.section_path || []).join(" › ")
+      : s.page_label ? `p. ${s.page_label}` : "");
+    const sources = (data.sources || []).filter((s) => cited.has(s.label))
+      .map((s) => `[${s.label}] ${s.book_title}${where(s) ? `, ${where(s)}` : ""}`);
+    return [(data.answer || "").trim(), ...(sources.length ? ["", ...sources] : [])].join("\n");
   }
 
   // The answer of a turn (live or saved), its marks, its words and its source cards.
@@ -194,14 +216,16 @@
       }
     } else if (answered) body.append(...withBadges(data.answer, box));
     if (answered) box.append(body);
-    box.append(el("p", { class: `status status-${data.status}` }, el("strong", {}, reader.status),
+    const weakOnly = answered && reader.words && (data.claims || []).length
+      && !data.claims.some((c) => c.support === "supported" || c.support === "quoted");
+    box.append(el("p", { class: `status status-${data.status}${weakOnly ? " status-weak" : ""}` }, el("strong", {}, reader.status),
       reader.words ? ` · ${reader.words}` : ""));
     if (reader.details) box.append(el("details", { class: "why" }, el("summary", {}, "Why? (the figures)"),
       el("p", {}, reader.details)));
     if (data.stale) box.append(el("p", { class: "stale" }, "A passage this answer cites has changed or is gone."));
     if (question !== undefined) {
       const copy = el("button", { type: "button", class: "small", onclick: async () => {
-        try { await navigator.clipboard.writeText(body.textContent.replace(/\s+/g, " ").trim()); copy.textContent = "Copied"; }
+        try { await navigator.clipboard.writeText(copyText(data)); copy.textContent = "Copied"; }
         catch (e) { copy.textContent = "Copy failed"; }
         setTimeout(() => { copy.textContent = "Copy"; }, 1500);
       } }, "Copy");
@@ -215,8 +239,12 @@
     if (!shown.length) shown = sources.slice(0, 5);
     if (shown.length) {
       const quotes = (data.claims || []).map((c) => c.evidence && c.evidence.quote);
-      box.append(el("h3", { class: "sr" }, heading),
-        el("ul", { class: "sources", "aria-label": heading }, shown.map((s) => sourceCard(s, quotes))));
+      // the nearest passages of an unanswered question are said to be so, visibly: cards under a
+      // refusal must not read as the sources of an answer (and carry no [S1] labels)
+      const nearest = heading === "Nearest passages" && !answered;
+      box.append(el("h3", { class: nearest ? "sources-head" : "sr" }, nearest ? "Nearest passages found (not an answer)" : heading),
+        el("ul", { class: "sources", "aria-label": heading },
+          shown.map((s) => sourceCard(nearest ? { ...s, label: "" } : s, quotes))));
     }
     // a badge whose card is not shown (an uncited source) gets the card too
     for (const b of box.querySelectorAll(".badge")) {
@@ -280,10 +308,11 @@
     const current = { controller: new AbortController(), turn, conversation: state.conversation };
     state.asking = current;
     asking(true);
-    progress("retrieving passages…");
+    reading.passages = 0;
+    progress("sending the question…");
     $("question").value = "";
     $("question").focus();
-    const book = $("book-choice").value || null;
+    const book = state.chosen.size ? [...state.chosen] : null;
     let wrote = false;
     try {
       await stream("/web/api/ask", { question, conversation_id: current.conversation, book }, (name, data) => {
@@ -291,7 +320,8 @@
         if (name === "text") {
           if (!wrote) { wrote = true; progress("writing the answer… (a draft until it is checked)"); }
           draft.text.append(data.text);
-        } else if (name === "phase") progress(`${PHASES[data.name] || data.name}…`);
+        } else if (name === "phase" && !wrote) progress(`${phaseWords(data)}…`);
+        else if (name === "phase") progress(`${phaseWords(data)}… (the text above is a draft until it is checked)`);
         else if (name === "standalone") showStandalone(turn.standalone, data);
         else if (name === "done") {
           state.asking = null;
@@ -347,7 +377,10 @@
 
   function renameConversation(c, item) {
     const input = el("input", { type: "text", class: "rename-input", value: c.title, "aria-label": "New title" });
+    let done = false;  // saved or cancelled once: Escape's redraw blurs the box, which must not save
     const save = async () => {
+      if (done) return;
+      done = true;
       const title = input.value.trim();
       if (title && title !== c.title) {
         try { await postJSON(`/web/api/conversations/${c.id}/rename`, { title }); } catch (e) { announce(e.message); }
@@ -356,7 +389,7 @@
     };
     input.addEventListener("keydown", (event) => {
       if (event.key === "Enter") { event.preventDefault(); save(); }
-      if (event.key === "Escape") { event.stopPropagation(); loadConversations(); }
+      if (event.key === "Escape") { event.stopPropagation(); done = true; loadConversations(); }
     });
     input.addEventListener("blur", save, { once: true });
     item.replaceChildren(input);
@@ -405,24 +438,34 @@
   });
 
   // -- the page view: a PDF's page image, or the passage in its section's text ------------------
-  const page = { passage: null, number: null, count: null, title: "" };
+  // On a wide screen it is a panel at the right and the answer column narrows: what the reader
+  // clicked (a badge, a card's button) is scrolled back to where it was, so nothing moves under them.
+  const page = { passage: null, number: null, count: null, title: "", labels: {}, zoom: 1 };
 
-  async function openPage(passage, number, title) {
+  function keepInPlace(anchor, change) {
+    const before = anchor && anchor.isConnected ? anchor.getBoundingClientRect().top : null;
+    change();
+    if (before === null) return;
+    const moved = anchor.getBoundingClientRect().top - before;  // the layout after the change
+    if (Math.abs(moved) >= 1) window.scrollBy(0, moved);
+  }
+
+  async function openPage(passage, number, title, anchor) {
     page.passage = passage;
     $("page-title").textContent = title || "";
     $("page-error").textContent = "";
-    if (!$("page-view").open) $("page-view").showModal();
+    if (!$("page-view").open) keepInPlace(anchor, () => $("page-view").showModal());
     try {
       const info = await getJSON(`/web/api/passages/${passage}`);
       page.count = info.page_count;
       page.title = info.book_title;
+      page.labels = info.page_labels || {};
       const kind = info.format || "";
       $("page-open").textContent = `Open ${KINDS[kind] || "the book's file"}${kind === "pdf" ? " at this page" : ""}`;
       if (kind && kind !== "pdf") return showText(info, kind);
       $("page-text").hidden = true;
-      $("page-image").hidden = false;
-      for (const id of ["page-prev", "page-next", "page-number"]) $(id).hidden = false;
-      $("page-title").textContent = `${info.book_title} · p. ${info.page_label}`;
+      $("page-frame").hidden = false;
+      for (const id of ["page-prev", "page-next", "page-number", "page-zoom"]) $(id).hidden = false;
       showPage(number || info.page, !number);
     } catch (error) {
       $("page-error").textContent = error.message;
@@ -430,9 +473,9 @@
   }
 
   async function showText(info, kind) {
-    $("page-image").hidden = true;
+    $("page-frame").hidden = true;
     $("page-image").removeAttribute("src");
-    for (const id of ["page-prev", "page-next", "page-number"]) $(id).hidden = true;
+    for (const id of ["page-prev", "page-next", "page-number", "page-zoom"]) $(id).hidden = true;
     const section = await getJSON(`/web/api/passages/${info.passage_id}/section`);
     const where = (section.section_path || []).join(" › ");
     $("page-title").textContent = `${section.book_title}${where ? ` · ${where}` : ""}`;
@@ -446,19 +489,50 @@
     if (hit) hit.scrollIntoView({ block: "center" });
   }
 
+  // A page's name as the book prints it ("p. xii", "p. 116"), else its place in the file.
+  function pageName(number) {
+    const label = page.labels[String(number)];
+    return label ? `p. ${label}` : `page ${number} of the file`;
+  }
+
   // `best`: the page of the passage where most of it is found (show --image's choice), else page `number`
   function showPage(number, best) {
     page.number = number;
     const img = $("page-image");
-    img.alt = `page ${number} of ${page.title}, the passage highlighted`;
+    img.alt = `${pageName(number)} of ${page.title}, the passage highlighted`;
     img.src = `/web/api/passages/${page.passage}/page.png${best ? "" : `?page=${number}`}`;
-    if (!best) $("page-title").textContent = `${page.title} · page ${number} of the file`;
-    $("page-number").textContent = `page ${number} of ${page.count}`;
+    $("page-title").textContent = `${page.title} · ${pageName(number)}`;
+    const label = page.labels[String(number)];
+    $("page-number").textContent = label && label !== String(number)
+      ? `p. ${label} · page ${number} of ${page.count} in the file` : `page ${number} of ${page.count}`;
     $("page-prev").disabled = number <= 1;
     $("page-next").disabled = number >= page.count;
     $("page-open").hidden = false;
     $("page-open").href = `/web/api/passages/${page.passage}/file#page=${number}`;
   }
+
+  // Zoom: the image is drawn at `zoom` times the frame's width and the frame scrolls (a finger or
+  // the mouse wheel moves around it); a tap or click zooms in at that point, and out again.
+  const ZOOMS = [1, 1.5, 2, 3, 4];
+  function setZoom(zoom, at) {
+    const frame = $("page-frame");
+    const rect = frame.getBoundingClientRect();
+    const x = at ? at.x - rect.left : frame.clientWidth / 2, y = at ? at.y - rect.top : frame.clientHeight / 2;
+    const fx = (frame.scrollLeft + x) / (frame.scrollWidth || 1), fy = (frame.scrollTop + y) / (frame.scrollHeight || 1);
+    page.zoom = zoom;
+    $("page-image").style.width = `${zoom * 100}%`;
+    frame.classList.toggle("zoomed", zoom > 1);
+    frame.scrollLeft = fx * frame.scrollWidth - x;  // the point under the finger stays under it
+    frame.scrollTop = fy * frame.scrollHeight - y;
+    $("zoom-out").disabled = zoom <= ZOOMS[0];
+    $("zoom-in").disabled = zoom >= ZOOMS[ZOOMS.length - 1];
+    $("zoom-fit").disabled = zoom === 1;
+  }
+  $("zoom-in").addEventListener("click", () => setZoom(ZOOMS.find((z) => z > page.zoom) || page.zoom));
+  $("zoom-out").addEventListener("click", () => setZoom([...ZOOMS].reverse().find((z) => z < page.zoom) || 1));
+  $("zoom-fit").addEventListener("click", () => setZoom(1));
+  $("page-image").addEventListener("click", (event) => setZoom(page.zoom > 1 ? 1 : 2.5, { x: event.clientX, y: event.clientY }));
+  setZoom(1);
 
   $("page-image").addEventListener("error", () => {
     if ($("page-image").getAttribute("src")) $("page-error").textContent = "This page cannot be shown: the book's file is no longer where it was read from.";
@@ -474,8 +548,8 @@
     if (!q) return;
     $("search-status").textContent = "searching…";
     try {
-      const book = $("book-choice").value;
-      const hits = await getJSON(`/web/api/search?q=${encodeURIComponent(q)}${book ? `&book=${encodeURIComponent(book)}` : ""}`);
+      const books = [...state.chosen].map((b) => `&book=${encodeURIComponent(b)}`).join("");
+      const hits = await getJSON(`/web/api/search?q=${encodeURIComponent(q)}${books}`);
       $("search-results").replaceChildren(...hits.map((h) => sourceCard({ ...h, label: "" }, [])));
       $("search-status").textContent = hits.length ? `${hits.length} passages found` : "Nothing found.";
     } catch (error) {
@@ -558,7 +632,7 @@
         if (name === "text") {
           if (!wrote) { wrote = true; $("summary-status").textContent = "writing the summary…"; }
           draft.text.append(data.text);
-        } else if (name === "phase") $("summary-status").textContent = `${SUMMARY_PHASES[data.name] || data.name}…`;
+        } else if (name === "phase") $("summary-status").textContent = `${phaseWords(data, SUMMARY_PHASES)}…`;
         else if (name === "done") { $("summary-status").textContent = `saved as Summary #${data.number}`; renderSummary(data); loadTopics(); }
         else if (name === "error") {
           $("summary-status").textContent = "";
@@ -596,11 +670,55 @@
     fillBookChoice(books);
   }
 
+  // -- the book chooser: all books, or the ones ticked (a box finds a book by its title) ----------
   function fillBookChoice(books) {
-    const chosen = $("book-choice").value;
-    $("book-choice").replaceChildren(el("option", { value: "" }, "All books"),
-      ...books.map((b) => el("option", { value: b.id, selected: b.id === chosen }, b.title)));
+    const ids = new Set(books.map((b) => b.id));
+    for (const id of [...state.chosen]) if (!ids.has(id)) state.chosen.delete(id);
+    $("book-options").replaceChildren(...books.map((b) => {
+      const box = el("input", { type: "checkbox", value: b.id, checked: state.chosen.has(b.id),
+        onchange: () => { if (box.checked) state.chosen.add(b.id); else state.chosen.delete(b.id); bookLabel(); } });
+      return el("li", { "data-title": b.title.toLowerCase() }, el("label", {}, box, " ", b.title));
+    }));
+    filterBooks();
+    bookLabel();
   }
+
+  function bookLabel() {
+    const chosen = state.books.filter((b) => state.chosen.has(b.id));
+    const words = !chosen.length ? "All books" : chosen.length === 1 ? chosen[0].title : `${chosen.length} books`;
+    $("book-choice").textContent = words;
+    $("book-choice").setAttribute("aria-label", `Books to ask: ${chosen.length ? chosen.map((b) => b.title).join(", ") : "all books"}`);
+    $("book-choice").title = chosen.map((b) => b.title).join("\n");
+    $("book-count").textContent = chosen.length ? `${chosen.length} of ${state.books.length} chosen` : "asking all books";
+  }
+
+  function filterBooks() {
+    const words = $("book-filter").value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+    for (const li of $("book-options").children) li.hidden = !words.every((w) => li.dataset.title.includes(w));
+  }
+
+  function bookPanel(open) {
+    $("book-panel").hidden = !open;
+    $("book-choice").setAttribute("aria-expanded", String(open));
+    if (open) { $("book-filter").value = ""; filterBooks(); $("book-filter").focus(); }
+  }
+  $("book-choice").addEventListener("click", () => bookPanel($("book-panel").hidden));
+  $("book-filter").addEventListener("input", filterBooks);
+  $("book-filter").addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {  // Enter ticks the one book left by the filter
+      event.preventDefault();
+      const shown = [...$("book-options").children].filter((li) => !li.hidden);
+      if (shown.length === 1) shown[0].querySelector("input").click();
+    }
+  });
+  $("book-all").addEventListener("click", () => { state.chosen.clear(); fillBookChoice(state.books); });
+  $("book-done").addEventListener("click", () => { bookPanel(false); $("book-choice").focus(); });
+  $("book-panel").addEventListener("keydown", (event) => {
+    if (event.key === "Escape") { event.stopPropagation(); bookPanel(false); $("book-choice").focus(); }
+  });
+  document.addEventListener("click", (event) => {
+    if (!$("book-panel").hidden && !event.target.closest(".book-pick")) bookPanel(false);
+  });
 
   $("upload-form").addEventListener("submit", async (event) => {
     event.preventDefault();
