@@ -28,7 +28,7 @@ passage does not talk about is a running title, not its subject).
 
 Unanswerable (`answerable: false`): the same shapes, with the subject taken from another book of the
 set, asked in this book's setting (its heading words around it); kept only when the subject's words, as
-the question spells them and as the books spell them (refusal.named_in_books), occur nowhere in this
+the question spells them and as the books spell them (book_words.named_in_books), occur nowhere in this
 book. A book cannot answer a question about a thing it never names.
 
 Each row: id, book, shape, question, answerable, passage (book id, page, the first 12 hex digits of the
@@ -197,7 +197,7 @@ class Book:
 
     def named(self, phrase: str, question: str) -> bool:
         """Does the book use any content word of `phrase` (as spelled, or as the books spell it)?"""
-        from ragcli.answer.refusal import named_in_books
+        from ragcli.answer.book_words import named_in_books
         return any(named_in_books(w, question, self.in_book) for w in words_of(phrase)) or any(
             self.in_book(a) for a in re.findall(r"\b[A-Z][A-Z0-9]{1,5}\b", phrase))
 
@@ -273,7 +273,7 @@ def lay_rows(books: list[Book], rows_by_book: dict, model, per_book: int, embedd
     uses none of the term's words (stems) and its cosine to the original question is 0.5 or more (it
     still asks about the thing). Added to each book's answerable rows."""
     from ragcli.text import light_stem
-    from ragcli.answer.refusal import cosines_to
+    from ragcli.answer.book_words import cosines_to
     for book in books:
         rows = rows_by_book[book.id]
         sources = [r for r in rows if r["answerable"] and r["shape"] in ("heading", "misspelled", "follow_up")]
