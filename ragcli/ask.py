@@ -10,6 +10,7 @@ from typing import Callable, Optional, Sequence
 from ragcli.answer import citations
 from ragcli.answer import context
 from ragcli.answer import extractive
+from ragcli.answer import book_words
 from ragcli.answer import grounding
 from ragcli.answer import health
 from ragcli.answer import prompt
@@ -85,16 +86,16 @@ class Run:
         return corpus.term_in_corpus(self.conn, word)
 
     def in_books(self, word: str) -> bool:  # a word of the question that is no subject the books lack
-        return self.in_corpus(word) or refusal.translated(word, self.result.expansion.rewrite)
+        return self.in_corpus(word) or book_words.translated(word, self.result.expansion.rewrite)
 
     def texts_with(self, text: str) -> list[str]:  # passages holding `text` as written (an acronym)
         return corpus.texts_with(self.conn, text)
 
     @property
-    def book_question(self) -> str:  # the question in the books' forms (refusal.as_books_write), for the floors
+    def book_question(self) -> str:  # the question in the books' forms (book_words.as_books_write), for the floors
         if self._book_question is None:
-            self._book_question = refusal.as_books_write(self.question, self.in_corpus, self.texts_with,
-                                                         refusal.word_pieces(self.embedder))
+            self._book_question = book_words.as_books_write(self.question, self.in_corpus, self.texts_with,
+                                                            book_words.word_pieces(self.embedder))
         return self._book_question
 
 
@@ -161,7 +162,7 @@ def _before_answer(run: Run) -> Optional[Answer]:
     if not run.result.hits or (cal is not None and no_context(run.result, cal.no_context)
                                and not _near_as_books_write(run, cal.no_context)):
         return _unanswered(run, verdicts.before_answer(Reason.NO_CONTEXT))
-    subject = refusal.missing_subject(run.question, run.in_corpus, run.embedder, cal.subject,
+    subject = book_words.missing_subject(run.question, run.in_corpus, run.embedder, cal.subject,
                                       run.texts_with) if cal else None
     if subject:
         return _unanswered(run, verdicts.before_answer(
@@ -178,7 +179,7 @@ def _near_as_books_write(run: Run, floor: float) -> bool:
     vecs = vector_index.stored_vectors(run.conn, "passage_vec", ids)
     if not vecs:
         return False
-    q = refusal.unit(run.embedder.embed([run.book_question])[0])
+    q = book_words.unit(run.embedder.embed([run.book_question])[0])
     return max(float(v @ q) for v in vecs.values()) >= floor
 
 

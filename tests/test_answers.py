@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcli.answer import book_lists, extractive, refusal
+from ragcli.answer import book_lists, book_words, extractive, refusal
 from ragcli.answer.claims import attach_citations, split_claims
 from ragcli.types import Hit, Source
 
@@ -471,9 +471,9 @@ def test_a_lay_word_the_rewrite_put_in_the_books_words_is_not_a_missing_subject(
 
     # the 1.5B rewrote "Should I slice the snakebite open and suck the poison out?" as "snakebite
     # characteristics treatment": "slice" is the asker's word for the book's "cut"
-    assert refusal.translated("slice", "snakebite characteristics treatment")
-    assert not refusal.translated("antibiotic", "antibiotic for infected dog bite treatment")
-    assert not refusal.translated("slice", None)  # no rewrite: nothing is known of the word
+    assert book_words.translated("slice", "snakebite characteristics treatment")
+    assert not book_words.translated("antibiotic", "antibiotic for infected dog bite treatment")
+    assert not book_words.translated("slice", None)  # no rewrite: nothing is known of the word
     question = "Should I slice the snakebite open and suck the poison out?"
     sources = _sources([322])  # "DO NOT attempt to cut open the bite nor suck out the venom."
     text = "No, do not slice the bite open or suck out the venom [S1]."
@@ -481,7 +481,7 @@ def test_a_lay_word_the_rewrite_put_in_the_books_words_is_not_a_missing_subject(
     answer.claims = [Claim(text[:-5], ["S1"], support="weak")]
     assert "slice" in refusal.unbacked_reason(answer, question, lambda w: False)
     rewrite = "snakebite characteristics treatment"
-    assert refusal.unbacked_reason(answer, question, lambda w: refusal.translated(w, rewrite)) is None
+    assert refusal.unbacked_reason(answer, question, lambda w: book_words.translated(w, rewrite)) is None
 
 
 def test_an_answer_most_of_whose_sentences_no_passage_backs_is_not_an_answer():
@@ -554,27 +554,27 @@ SPLIT = _fts(["Heat stroke is a medical emergency.", "Give first aid to the casu
 ])
 def test_a_subject_spelled_the_readers_way_is_named_in_the_books(in_books, word, question):
     assert not in_books(word)  # the premise: the reader's spelling is not the book's
-    assert refusal.named_in_books(word, question, in_books)
+    assert book_words.named_in_books(word, question, in_books)
     assert word not in refusal.missing_terms(question, [], in_books)
 
 
 def test_a_hyphenated_word_is_named_where_the_book_writes_it_in_two():
     # FTS5 reads "heat-stroke" as the phrase "heat stroke": found as it is
-    assert refusal.named_in_books("heat-stroke", "How do I cool someone with heat-stroke?", SPLIT)
-    assert refusal.named_in_books("first-aid", "What goes in a first-aid kit?", SPLIT)
+    assert book_words.named_in_books("heat-stroke", "How do I cool someone with heat-stroke?", SPLIT)
+    assert book_words.named_in_books("first-aid", "What goes in a first-aid kit?", SPLIT)
 
 
 def test_a_subject_the_books_never_name_is_still_missing():
-    assert not refusal.named_in_books("stroke", "What do I do for a stroke?", MANUAL)
-    assert not refusal.named_in_books("migraine", "What do I do for a migraine?", MANUAL)
-    assert not refusal.named_in_books("shoes", "Should I take his shoes off?", _fts(["Remove the boots."]))
+    assert not book_words.named_in_books("stroke", "What do I do for a stroke?", MANUAL)
+    assert not book_words.named_in_books("migraine", "What do I do for a migraine?", MANUAL)
+    assert not book_words.named_in_books("shoes", "Should I take his shoes off?", _fts(["Remove the boots."]))
     assert refusal.missing_terms("What do I do for a stroke?", [], MANUAL) == ["stroke"]
 
 
 def test_heat_stroke_is_not_a_missing_subject_where_the_book_says_heatstroke(embedder):
-    assert refusal.missing_subject("how do I treat heat stroke", MANUAL, embedder) is None
-    assert refusal.missing_subject("what is heat stroke", MANUAL, embedder) is None
-    assert refusal.missing_subject("What do I do for a migraine?", MANUAL, embedder) == "migraine"
+    assert book_words.missing_subject("how do I treat heat stroke", MANUAL, embedder) is None
+    assert book_words.missing_subject("what is heat stroke", MANUAL, embedder) is None
+    assert book_words.missing_subject("What do I do for a migraine?", MANUAL, embedder) == "migraine"
 
 
 def test_an_answer_that_is_not_language_is_withheld(conn, embedder):

@@ -342,7 +342,7 @@ def test_the_cited_cosine_is_that_of_the_nearest_cited_passage(embedder):
 
 
 def test_a_question_about_what_the_books_never_name_is_not_sent_to_the_model(conn, embedder):
-    from ragcli.answer import refusal
+    from ragcli.answer import book_words
     from ragcli.store import corpus
 
     question = "What should I do for a migraine after surgery?"  # on-topic enough to pass the floor
@@ -353,9 +353,9 @@ def test_a_question_about_what_the_books_never_name_is_not_sent_to_the_model(con
     assert '"migraine"' in answer.notice and "never mention" in answer.notice
     # a lay word for what the books do name carries little of the question: not a missing subject
     lay = "A deep gash on his leg is still pouring blood after I put a bandage on. Should I push on it?"
-    assert refusal.missing_subject(lay, lambda w: w != "gash", embedder) is None
-    assert refusal.missing_subject("What do I do for a migraine?", lambda w: False, embedder) == "migraine"
-    assert refusal.missing_subject("What do I do for a migraine?", lambda w: True, embedder) is None
+    assert book_words.missing_subject(lay, lambda w: w != "gash", embedder) is None
+    assert book_words.missing_subject("What do I do for a migraine?", lambda w: False, embedder) == "migraine"
+    assert book_words.missing_subject("What do I do for a migraine?", lambda w: True, embedder) is None
 
 
 def test_an_unlabelled_answer_from_memory_is_not_an_answer(conn, embedder):

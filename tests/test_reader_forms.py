@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from ragcli.answer import refusal
+from ragcli.answer import book_words
 from ragcli.store import corpus
 
 # our own sentences, written as a field manual writes these subjects
@@ -50,62 +50,62 @@ def book():
 
 def test_a_plural_acronym_is_the_books_acronym(book):
     in_books, texts_with = book
-    assert refusal.book_form("IEDs", "How do I spot IEDs?", in_books, texts_with) == "IED"
-    assert refusal.book_form("LBEs", "Do we take off the LBEs first?", in_books, texts_with) == "LBE"
+    assert book_words.book_form("IEDs", "How do I spot IEDs?", in_books, texts_with) == "IED"
+    assert book_words.book_form("LBEs", "Do we take off the LBEs first?", in_books, texts_with) == "LBE"
     # the books never write "MREs": no form of theirs
-    assert refusal.book_form("MREs", "How many MREs a day?", in_books, texts_with) is None
+    assert book_words.book_form("MREs", "How many MREs a day?", in_books, texts_with) is None
 
 
 def test_an_acronym_the_books_write_only_in_lower_case_words_is_not_found_by_case_folding(book):
     in_books, texts_with = book
     # FTS5 stems "ied" to "i", which matches the word "I": the capitals are checked in the text
-    assert not refusal.acronym_in_books("ILE", texts_with)
-    assert refusal.acronym_in_books("IED", texts_with)
+    assert not book_words.acronym_in_books("ILE", texts_with)
+    assert book_words.acronym_in_books("IED", texts_with)
 
 
 def test_a_spelled_out_acronym_is_named_by_the_books(book):
     in_books, texts_with = book
     q = "What do community emergency response teams do?"
-    assert refusal.spelled_acronym("teams", q, texts_with) == "CERT"
-    assert refusal.named_in_books("teams", q, in_books, texts_with)
+    assert book_words.spelled_acronym("teams", q, texts_with) == "CERT"
+    assert book_words.named_in_books("teams", q, in_books, texts_with)
 
 
 def test_a_slip_of_the_keys_is_the_books_word_and_a_real_word_never_is(book, embedder):
     in_books, _ = book
-    pieces = refusal.word_pieces(embedder)
-    assert refusal.slip_of("tournqiuet", in_books, pieces) == "tourniquet"  # two letters swapped
-    assert refusal.slip_of("tourniqet", in_books, pieces) == "tourniquet"  # a letter dropped
-    assert refusal.slip_of("tournqiuet", in_books) is None  # no tokenizer: nothing is read as a slip
-    assert refusal.slip_of("migraine", in_books, pieces) is None
+    pieces = book_words.word_pieces(embedder)
+    assert book_words.slip_of("tournqiuet", in_books, pieces) == "tourniquet"  # two letters swapped
+    assert book_words.slip_of("tourniqet", in_books, pieces) == "tourniquet"  # a letter dropped
+    assert book_words.slip_of("tournqiuet", in_books) is None  # no tokenizer: nothing is read as a slip
+    assert book_words.slip_of("migraine", in_books, pieces) is None
     # words of the language one letter from a book's word stay themselves (the labelled FM and CERT
     # questions: "heater" is not "theater", "rashes" not "rushes")
     near = _fts_book(["The casualty was bleeding and elevated.", "Rushes grew by the theater."])
-    assert refusal.slip_of("heater", near, pieces) is None
-    assert refusal.slip_of("rashes", near, pieces) is None
+    assert book_words.slip_of("heater", near, pieces) is None
+    assert book_words.slip_of("rashes", near, pieces) is None
     # a slip keeps the first letter: "cribbing" (unanswerable in a first-aid manual) is not "ribbing"
-    assert refusal.slip_of("cribbing", _fts_book(["Ribbing of the sleeve."]), pieces) is None
+    assert book_words.slip_of("cribbing", _fts_book(["Ribbing of the sleeve."]), pieces) is None
 
 
 def test_the_question_as_the_books_write_it(book, embedder):
     in_books, texts_with = book
-    pieces = refusal.word_pieces(embedder)
-    assert refusal.as_books_write("What are IEDs?", in_books, texts_with) == \
+    pieces = book_words.word_pieces(embedder)
+    assert book_words.as_books_write("What are IEDs?", in_books, texts_with) == \
         "What are IED (improvised explosive devices)?"
-    assert refusal.as_books_write("How tight is a tournqiuet?", in_books, texts_with, pieces) == \
+    assert book_words.as_books_write("How tight is a tournqiuet?", in_books, texts_with, pieces) == \
         "How tight is a tourniquet?"
     # a spelled-out acronym and words the books use are left as the reader wrote them
     q = "What do community emergency response teams do?"
-    assert refusal.as_books_write(q, in_books, texts_with) == q
+    assert book_words.as_books_write(q, in_books, texts_with) == q
 
 
 def test_plural_acronyms_and_slips_are_no_missing_subject_and_an_unnamed_thing_still_is(book, embedder):
     in_books, texts_with = book
     for q in ("What should I know about IEDs?", "How do I use a tournqiuet?",
               "What do community emergency response teams do?"):
-        assert refusal.missing_subject(q, in_books, embedder, texts_with=texts_with) is None, q
-    assert refusal.missing_subject("What do I do for a migraine?", in_books, embedder,
+        assert book_words.missing_subject(q, in_books, embedder, texts_with=texts_with) is None, q
+    assert book_words.missing_subject("What do I do for a migraine?", in_books, embedder,
                                    texts_with=texts_with) == "migraine"
     # initials that merely coincide with a book's acronym do not spell it: "tetanus booster" is not
     # the book's "TB" unless the book spells "TB" so
-    assert refusal.spelled_acronym("booster", "How often is a tetanus booster due?",
+    assert book_words.spelled_acronym("booster", "How often is a tetanus booster due?",
                                    _texts(["Report TB cases to the medic."])) is None

@@ -206,9 +206,10 @@ def _switch_off(rules: set) -> None:
 
     from ragcli import ask
     from ragcli.answer import refusal
+    from ragcli.answer import book_words
 
     if "missing_subject" in rules:
-        refusal.missing_subject = lambda *a, **k: None
+        book_words.missing_subject = lambda *a, **k: None
     if "off_question" in rules:
         refusal.off_question = lambda *a, **k: False
     if "no_context" in rules:

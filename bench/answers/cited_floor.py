@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ragcli.answer import refusal  # noqa: E402
+from ragcli.answer import book_words  # noqa: E402
 
 SHOWN = ("answered", "incomplete", "unsupported")
 BAD = ("wrong", "harmful")
@@ -48,7 +48,7 @@ def rows_of(db: str, run: str, labels: str, embedder) -> list[dict]:
         if not texts:
             continue
         out.append({"set": Path(run).stem, "id": r["id"], "answerable": r.get("answerable", True),
-                    "label": lab[r["id"]], "cosine": float(refusal.cosines_to(r["question"], texts, embedder).max())})
+                    "label": lab[r["id"]], "cosine": float(book_words.cosines_to(r["question"], texts, embedder).max())})
     return out
 
 

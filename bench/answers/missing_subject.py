@@ -1,7 +1,7 @@
-"""Does `refusal.missing_subject` tell a question about what the books never name ("migraine") from a
+"""Does `book_words.missing_subject` tell a question about what the books never name ("migraine") from a
 lay word for what they do name ("a deep gash")? For every question word no page of the corpus uses,
 the cosine of the question without the word to the question with it (MiniLM): under
-`refusal.SUBJECT_COSINE` the word carries much of the question, and ask answers `no_context`.
+`book_words.SUBJECT_COSINE` the word carries much of the question, and ask answers `no_context`.
 
     python bench/answers/missing_subject.py --db fm.db [--answers bench/answers/fm4-25-11-answers.jsonl] [--type lay]
 
@@ -41,7 +41,7 @@ HELD_OUT_UNANSWERABLE = [
 
 
 def main() -> None:
-    from ragcli.answer import refusal
+    from ragcli.answer import book_words
     from ragcli.models.embed import get_embedder
     from ragcli.store import corpus, db
 
@@ -59,13 +59,13 @@ def main() -> None:
     for name, questions in sets.items():
         caught = {True: 0, False: 0}
         total = {True: 0, False: 0}
-        print(f"## {name} (threshold {refusal.SUBJECT_COSINE})")
+        print(f"## {name} (threshold {book_words.SUBJECT_COSINE})")
         for question, answerable in questions:
             total[answerable] += 1
-            cos = refusal.subject_weights(question, in_books, embedder)
+            cos = book_words.subject_weights(question, in_books, embedder)
             if not cos:
                 continue
-            low = cos[0][0] < refusal.SUBJECT_COSINE
+            low = cos[0][0] < book_words.SUBJECT_COSINE
             caught[answerable] += low
             side = "answerable  " if answerable else "unanswerable"
             print(f"{side} {cos[0][0]:.3f} {'CAUGHT ' if low else '       '}{question[:70]}  {cos}")

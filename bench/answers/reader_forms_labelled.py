@@ -1,4 +1,4 @@
-"""Which hand-labelled questions does the reader-forms code (refusal.book_form, refusal.as_books_write;
+"""Which hand-labelled questions does the reader-forms code (book_words.book_form, book_words.as_books_write;
 issue 48) read differently from the words as written? A question it reads the same is decided by the
 rules exactly as before, so only the listed ones need their recorded answers read again.
 
@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
-    from ragcli.answer import refusal
+    from ragcli.answer import book_words
     from ragcli.models.embed import get_embedder
     from ragcli.store import corpus, db
     from ragcli.text import content_words
@@ -29,7 +29,7 @@ def main() -> int:
     ap.add_argument("--set", action="append", required=True)
     ap.add_argument("--db", action="append", required=True)
     args = ap.parse_args()
-    pieces = refusal.word_pieces(get_embedder())
+    pieces = book_words.word_pieces(get_embedder())
     for path, corpus_path in zip(args.set, args.db):
         conn = db.connect(corpus_path)
         in_books = lambda w: corpus.term_in_corpus(conn, w)  # noqa: E731
@@ -38,9 +38,9 @@ def main() -> int:
         changed = []
         for r in rows:
             q = r["question"]
-            as_books = refusal.as_books_write(q, in_books, texts_with, pieces)
-            forms = {w: refusal.book_form(w, q, in_books, texts_with, pieces) for w in content_words(q)
-                     if not in_books(w) and not any(in_books(f) for f in refusal.spellings(w, q))}
+            as_books = book_words.as_books_write(q, in_books, texts_with, pieces)
+            forms = {w: book_words.book_form(w, q, in_books, texts_with, pieces) for w in content_words(q)
+                     if not in_books(w) and not any(in_books(f) for f in book_words.spellings(w, q))}
             forms = {w: f for w, f in forms.items() if f}
             if as_books != q or forms:
                 changed.append((r["id"], r.get("answerable", True), q, as_books, forms))

@@ -2,33 +2,43 @@
 the same shapes, for one or more books (issue 48). Rules only, no model: the same corpus gives the same
 file.
 
-    python bench/reader_questions.py --db fm.db [--db cert.db ...] --out-dir bench/reader-questions \
-        [--per-book 60]
+    python bench/answers/reader_questions.py --db fm.db [--db cert.db ...] \
+        --out-dir bench/answers/reader-questions [--per-book 85]
 
 Answerable (`answerable: true`): from a seeded sample of the book's exposition passages (40 words or
-more, not the front matter), one question per passage, its shape taken in turn from those the passage
-allows:
-- `acronym_plural`: an acronym the passage uses, in the plural ("What are ECPs used for?");
-- `acronym_spelled`: the book's spelled-out form of an acronym the passage uses, in the plural, when the
-  book defines it ("improvised explosive devices (IEDs)");
-- `misspelled`: the passage's heading with one letter of its longest word dropped or two swapped;
+more, not the first three pages, not a reference list, and prose: `expository`), up to two questions per
+passage (`PER_PASSAGE`), each of another shape, the shapes the book has produced least so far first:
+- `acronym_plural`: an acronym the passage is about, in the plural ("What are ECPs?");
+- `acronym_spelled`: the book's spelled-out form of that acronym, in the plural ("What should I know
+  about improvised explosive devices?");
+- `misspelled`: the passage's subject with one letter of its longest word dropped or two swapped;
 - `what_it_does`: a definition sentence of the passage ("A tourniquet is a band used to ...") asked from
   its description ("What do you call a band used to ...?"): the thing named by what it is or does;
-- `follow_up`: a question on the passage's heading, then a follow-up without the subject ("What are the
-  steps?"), `after` holding the first question;
-- `heading`: the passage's heading as a reader asks it (the control shape).
+- `follow_up`: a question on the passage's subject, then a follow-up without the subject ("Tell me
+  more about it."), `after` holding the first question;
+- `heading`: the passage's subject as a reader asks it (the control shape).
+The templates ask what a passage about the subject answers (what it is, what to know of it), never a
+particular it may lack ("when do you need ...").
 
-The check that keeps a question (every row says which passage it comes from): the passage's own text
-holds what the question asks for. `acronym_*`: the acronym occurs in the passage and the book uses it 2
-or more times (a one-off capitalised word is not a term); the spelled-out form is the book's own
-(initials of the words before "(ACR)"). `what_it_does`: the definition sentence is in the passage, and
-the described thing is the passage's own subject (its word occurs in the passage 2 or more times).
-`misspelled`, `heading`, `follow_up`: the heading's content words occur in the passage (a heading that the
-passage does not talk about is a running title, not its subject).
+The checks that keep a question (every row says which passage it comes from) read the passage's own
+text, never retrieval, so the set does not favour what ragcli already finds:
+- the passage is prose (`expository`): 60% or more of its words in sentences of 6 words or more that end
+  with a full stop, two or more of them; not a table, an agenda, a figure's labels, a list of headings or
+  of exercise questions. Runs of capitals (running titles set in the text) are not its prose.
+- the subject (`subject_of`) is the passage's innermost heading or its parent's, or a part of one split
+  at "and" or a comma, that the passage is `about`: every content word of it in the prose and its
+  longest word there twice or more. A heading repeated under three or more different parents ("Unit
+  Summary", "Introduction and Overview") is the book's structure, not a subject. A book with few
+  headings (an article) takes instead the book term (frequent, glossary or index) the passage is about.
+- an acronym row only for an acronym the book spells out ("improvised explosive device (IED)"), used
+  3 or more times in the book, named twice or more in the passage, and spelled out in the passage or
+  in its heading: the passage is about it, not passing it by.
+- `what_it_does`: the definition sentence is in the passage and its thing occurs there twice or more.
+A hand-read sample of 40 is on docs/benchmarks/refusals-at-scale.md.
 
 Unanswerable (`answerable: false`): the same shapes, with the subject taken from another book of the
 set, asked in this book's setting (its heading words around it); kept only when the subject's words, as
-the question spells them and as the books spell them (refusal.named_in_books), occur nowhere in this
+the question spells them and as the books spell them (book_words.named_in_books), occur nowhere in this
 book. A book cannot answer a question about a thing it never names.
 
 Each row: id, book, shape, question, answerable, passage (book id, page, the first 12 hex digits of the
@@ -65,16 +75,17 @@ ROMAN = re.compile(r"^(?:[IVXLC]+|[A-Z]\d*)$")
 NOT_ACRONYMS = {"I", "A", "OK", "US", "USA", "AM", "PM", "II", "III", "IV", "VI", "NOTE", "THE", "AND", "OR", "OF",
                 "TO", "IN", "FOR", "ON", "IS", "IT", "BE", "AS", "AT", "BY", "AN", "IF", "NO", "DO", "WHAT", "HOW"}
 
-ACR_PLURAL = ["What are {a}s used for?", "When do you need {a}s?", "What should I know about {a}s?",
-              "How do {a}s work?", "What do the {a}s do?"]
-SPELLED = ["What should I know about {e}?", "How are {e} used?", "What do {e} do?", "When do you need {e}?"]
-HEADING = ["What does it say about {h}?", "How do I deal with {h}?", "What should I know about {h}?",
-           "Can you explain {h}?", "Tell me about {h}."]
-MISSPELLED = ["What is {h}?", "How does {h} work?", "Explain {h} to me.", "What about {h}?"]
+# The templates ask what a passage about the subject answers (what it is, what to know of it), never a
+# particular the passage may lack ("when do you need", "how do I deal with").
+ACR_PLURAL = ["What are {a}s?", "What should I know about {a}s?", "Tell me about {a}s.", "What are {a}s about?"]
+SPELLED = ["What should I know about {e}?", "What are {e}?", "Tell me about {e}."]
+HEADING = ["What does it say about {h}?", "What should I know about {h}?", "Can you explain {h}?",
+           "Tell me about {h}."]
+MISSPELLED = ["What about {h}?", "Explain {h} to me.", "What should I know about {h}?"]
 DOES = ["What do you call {d}?", "What's the name for {d}?", "Which thing is {d}?"]
 USED_FOR = ["What is used {d}?", "What do you use {d}?", "What should I use {d}?"]
-FOLLOW = ["What are the steps?", "Why does it matter?", "How is it done?", "What should I watch out for?",
-          "When is it needed?"]
+FOLLOW = ["Tell me more about it.", "Can you explain it?", "What else does it say about it?",
+          "What should I know about it?"]
 # the unanswerable shapes ask for the other book's thing in this book's setting
 SETTING = ["{q} (in {h})", "{q} For {h}, I mean."]
 
@@ -130,15 +141,36 @@ def stems(text: str) -> set[str]:
 def clean_heading(section_path: list[str]) -> str:
     """The innermost heading as a reader would name the subject: lower case unless an acronym, no
     numbering, 1-6 words."""
+    return next(iter(clean_headings(section_path)), "")
+
+
+def clean_headings(section_path: list[str]) -> list[str]:
+    """Every heading of the path as a reader would name the subject, innermost first (`clean_heading`)."""
+    out = []
     for h in reversed(section_path):
         h = re.sub(r"^\s*(?:[A-Z]?\d+[-.\d]*|[IVX]+\.|[a-z]\.|Section \d+[:.]?|Chapter \d+[:.]?)\s*", "", h).strip(" :.-")
         h = re.sub(r"\s+", " ", h)
         if not h or len(h.split()) > 6 or not re.search(r"[A-Za-z]{3}", h) or re.search(r"\d", h):
             continue
         if h.upper() == h:
-            return h.lower()
-        return " ".join(w if ACRONYM.fullmatch(w) and w.upper() == w and len(w) <= 6 else w.lower()
-                        for w in h.split())
+            out.append(h.lower())
+        else:
+            out.append(" ".join(w if ACRONYM.fullmatch(w) and w.upper() == w and len(w) <= 6 else w.lower()
+                                for w in h.split()))
+    return out
+
+
+def subject_of(book, section_path: list[str], text: str) -> str:
+    """The subject a reader would ask this passage about: the innermost heading of its path (or its parent) the passage is
+    `about` (a structural heading skipped), or a part of it split at "and" or a comma ("cerebral edema
+    and intracranial pressure" -> "intracranial pressure") when the passage is about that part alone;
+    "" when none."""
+    for h in clean_headings(section_path)[:2]:  # a title further out is the chapter's, not this passage's
+        if h in book.structural:
+            continue
+        for part in [h] + [p.strip() for p in re.split(r",|\band\b", h) if p.strip() != h]:
+            if len(words_of(part)) and about(part, text):
+                return part
     return ""
 
 
@@ -157,6 +189,49 @@ def in_prose(text: str, m) -> bool:
     return bool(re.search(r"\b[a-z]{3,}\b", before)) and bool(re.search(r"\b[a-z]{3,}\b", after))
 
 
+# A run of three or more words in capitals: a running title or a heading set in the text ("INTRODUCTION AND
+# OVERVIEW ... (CONTINUED)"), not the passage's prose.
+CAPS_RUN = re.compile(r"(?:(?<![A-Za-z])[A-Z][A-Z0-9'’&,:()/-]*(?:\s+|$)){3,}")
+SENTENCE_WORDS = 6
+
+
+def prose(text: str) -> str:
+    """The passage without its runs of capitals (titles set in the text)."""
+    return CAPS_RUN.sub(" ", text)
+
+
+def expository(text: str) -> bool:
+    """Prose, not a table, a figure's labels or a list of headings: 60% or more of its words are in
+    sentences of `SENTENCE_WORDS` words or more that end with a full stop, and there are 2 or more such
+    sentences. An agenda or a contents list has headings and no sentences; a table has numbers and
+    fragments; a list of questions for an exercise asks and does not tell."""
+    words = text.split()
+    parts = re.split(r"(?<=[.!?])\s+", prose(text).strip())
+    full = [p for p in parts if re.search(r"[.!][\"'’”)]?$", p) and len(p.split()) >= SENTENCE_WORDS
+            and re.search(r"\b[a-z]{3,}\b", p)]
+    return len(full) >= 2 and sum(len(p.split()) for p in full) >= 0.6 * len(words)
+
+
+def mentions(phrase: str, text: str) -> int:
+    """How often the passage's prose names `phrase` (whole words, case kept for an acronym, with its plural)."""
+    flags = 0 if phrase.isupper() else re.I
+    return len(re.findall(rf"(?<![A-Za-z0-9]){re.escape(phrase)}(?:s|es|'s|’s)?(?![A-Za-z0-9])", prose(text), flags))
+
+
+def about(term: str, text: str) -> bool:
+    """Is the passage about `term`: every content word of it in the prose, and its most specific word (the
+    longest) there twice or more, so the passage talks about the thing rather than passing it by."""
+    words = words_of(term)
+    if not words:
+        return False
+    st = stems(prose(text))
+    if not all(occurs(w, st) for w in words):
+        return False
+    from ragcli.text import light_stem
+    key = light_stem(max(words, key=len))
+    return sum(light_stem(w) == key for w in re.findall(r"[a-z]+", prose(text).lower())) >= 2
+
+
 class Book:
     def __init__(self, path: str):
         self.path = path
@@ -172,6 +247,13 @@ class Book:
                          if n >= 3 and a not in NOT_ACRONYMS and not ROMAN.fullmatch(a) and re.search(r"[A-Z]{2}", a)
                          and a.lower() not in lower and a.isalpha() and len(a) <= 5}
         headings = Counter(clean_heading(json.loads(r[3])) for r in self.rows if r[5] == "exposition")
+        # a heading repeated under 3 or more different parents ("Unit Summary", "Introduction and Overview")
+        # names a part of the book's structure, not a subject
+        parents: dict[str, set] = {}
+        for r in self.rows:
+            path = json.loads(r[3])
+            parents.setdefault(clean_heading(path), set()).add(json.dumps(path[:-1]))
+        self.structural = {h for h, p in parents.items() if len(p) >= 3}
         self.few_headings = not headings or headings.most_common(1)[0][1] > 0.25 * sum(headings.values()) \
             or len(headings) < 8
         self.terms = [t for (t,) in self.conn.execute(
@@ -197,7 +279,7 @@ class Book:
 
     def named(self, phrase: str, question: str) -> bool:
         """Does the book use any content word of `phrase` (as spelled, or as the books spell it)?"""
-        from ragcli.answer.refusal import named_in_books
+        from ragcli.answer.book_words import named_in_books
         return any(named_in_books(w, question, self.in_book) for w in words_of(phrase)) or any(
             self.in_book(a) for a in re.findall(r"\b[A-Z][A-Z0-9]{1,5}\b", phrase))
 
@@ -205,6 +287,7 @@ class Book:
         first_pages = sorted({r[1] for r in self.rows})[:3]
         out = [r for r in self.rows if r[5] == "exposition" and len(r[4].split()) >= MIN_WORDS
                and r[1] not in first_pages and not reference_list(r[4])]
+        out = [r for r in out if expository(r[4])]
         return sorted(out, key=lambda r: rank(f"{self.id}:{r[2]}"))
 
 
@@ -212,12 +295,9 @@ def shapes_for(book: Book, row) -> dict[str, dict]:
     """Every shape this passage allows, each with its question, the term, and `after` for a follow-up."""
     pid, page, thash, spath, text, _ = row
     key = f"{book.id}:{thash}"
-    heading = clean_heading(json.loads(spath))
-    if book.few_headings:
-        heading = ""
-    st = stems(text)
+    heading = "" if book.few_headings else subject_of(book, json.loads(spath), text)
     out: dict[str, dict] = {}
-    heading_ok = heading and all(occurs(w, st) for w in words_of(heading)) and words_of(heading)
+    heading_ok = bool(heading)
     if not heading and book.few_headings:
         # a book without headings to speak of (an article, a sample): the book's own term the passage
         # uses most (twice or more)
@@ -226,7 +306,7 @@ def shapes_for(book: Book, row) -> dict[str, dict]:
                     if 2 <= len(t.split()) <= 4 and re.fullmatch(r"[a-z][a-z -]+", t.lower())
                     and len(words_of(t)) == len(t.split()) and sum(book.in_book(w) for w in t.split()) == len(t.split())
                     and book.passages_with(t) >= 3), default=(0, ""))
-        if best[0] >= 2:
+        if best[0] >= 2 and about(best[1], text):
             heading, heading_ok = best[1].lower(), True
     if heading_ok:
         out["heading"] = dict(question=pick(HEADING, key).format(h=heading), term=heading)
@@ -237,14 +317,19 @@ def shapes_for(book: Book, row) -> dict[str, dict]:
                                      term=heading)
         first = pick(HEADING, key + "f").format(h=heading)
         out["follow_up"] = dict(question=pick(FOLLOW, key), after=first, term=heading)
-    used = [a for a in dict.fromkeys(m.group(1) for m in ACRONYM.finditer(text)) if a in book.acronyms]
+    # an acronym row only for an acronym the book spells out, on a passage about it: named twice or more
+    # (as the acronym or spelled out), and spelled out in the passage or in its heading
+    path = " ".join(json.loads(spath))
+    used = [a for a in dict.fromkeys(m.group(1) for m in ACRONYM.finditer(text))
+            if a in book.acronyms and a in book.expansions
+            and mentions(a, text) >= 2
+            and (mentions(book.expansions[a], text) or re.search(rf"\b{a}s?\b", path)
+                 or book.expansions[a] in path.lower())]
     if used:
         a = pick(used, key)
         out["acronym_plural"] = dict(question=pick(ACR_PLURAL, key).format(a=a), term=a)
-        spelled = [a for a in used if a in book.expansions]
-        if spelled:
-            a = pick(spelled, key)
-            out["acronym_spelled"] = dict(question=pick(SPELLED, key).format(e=plural(book.expansions[a])), term=a)
+        a = pick(used, key + "e")
+        out["acronym_spelled"] = dict(question=pick(SPELLED, key).format(e=plural(book.expansions[a])), term=a)
     for m in DEFINITION.finditer(text):
         thing, desc = m.group(1).strip(), m.group(2).strip()
         if len(thing.split()) > 4 or text.lower().count(thing.lower()) < 2:
@@ -273,7 +358,7 @@ def lay_rows(books: list[Book], rows_by_book: dict, model, per_book: int, embedd
     uses none of the term's words (stems) and its cosine to the original question is 0.5 or more (it
     still asks about the thing). Added to each book's answerable rows."""
     from ragcli.text import light_stem
-    from ragcli.answer.refusal import cosines_to
+    from ragcli.answer.book_words import cosines_to
     for book in books:
         rows = rows_by_book[book.id]
         sources = [r for r in rows if r["answerable"] and r["shape"] in ("heading", "misspelled", "follow_up")]
@@ -301,6 +386,7 @@ def lay_rows(books: list[Book], rows_by_book: dict, model, per_book: int, embedd
         print(book.id, "lay", added, file=sys.stderr)
 
 
+PER_PASSAGE = 2  # questions from one passage, each of another shape
 ORDER = ["acronym_plural", "acronym_spelled", "what_it_does", "misspelled", "follow_up", "heading"]
 
 
@@ -310,16 +396,16 @@ def answerable(book: Book, per_book: int) -> list[dict]:
         shapes = shapes_for(book, row)
         if not shapes:
             continue
-        # the shape this book has produced least so far, among those the passage allows
-        shape = min(shapes, key=lambda s: (counts[s], ORDER.index(s)))
-        counts[shape] += 1
-        q = shapes[shape]
-        pid, page, thash = row[0], row[1], row[2]
-        rows.append(dict(id=f"{book.id}-a{len(rows) + 1:03d}", book=book.id, shape=shape, answerable=True,
-                         question=q["question"], after=q.get("after"), term=q["term"],
-                         passage=f"{book.id}:p{page}:{thash[:12]}", passage_id=pid))
-        if len(rows) >= per_book:
-            break
+        # the PER_PASSAGE shapes this book has produced least so far, among those the passage allows
+        for shape in sorted(shapes, key=lambda s: (counts[s], ORDER.index(s)))[:PER_PASSAGE]:
+            counts[shape] += 1
+            q = shapes[shape]
+            pid, page, thash = row[0], row[1], row[2]
+            rows.append(dict(id=f"{book.id}-a{len(rows) + 1:03d}", book=book.id, shape=shape, answerable=True,
+                             question=q["question"], after=q.get("after"), term=q["term"],
+                             passage=f"{book.id}:p{page}:{thash[:12]}", passage_id=pid))
+            if len(rows) >= per_book:
+                return rows
     return rows
 
 
@@ -361,7 +447,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", action="append", required=True, help="a corpus of one book (repeat for each)")
     ap.add_argument("--out-dir", default=str(ROOT / "bench" / "answers" / "reader-questions"))
-    ap.add_argument("--per-book", type=int, default=60, help="answerable questions per book (half as many unanswerable)")
+    ap.add_argument("--per-book", type=int, default=85, help="answerable questions per book (half as many unanswerable)")
     ap.add_argument("--lay-model", help="a chat model (.gguf) for the `lay` rewrites; without it, none")
     ap.add_argument("--lay-per-book", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)

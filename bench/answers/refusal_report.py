@@ -52,11 +52,10 @@ def source_id(conn, row) -> int | None:
 
 def reused(conn, embedder, row, cal, earlier: dict) -> dict | None:
     """The earlier run's record with the checks before the model re-done, when the question reads the
-    same to the cosine rules in both runs (refusal.as_books_write changes nothing): retrieval, the
+    same to the cosine rules in both runs (book_words.as_books_write changes nothing): retrieval, the
     prompt and the floors' cosines are the same code on the same words, so only `missing_subject` can
     differ. None when the record must be made afresh."""
-    from ragcli import conversation
-    from ragcli.answer import refusal
+    from ragcli.answer import book_words
     from ragcli.store import corpus
 
     if earlier is None or earlier.get("book_question") is not None:
@@ -64,12 +63,12 @@ def reused(conn, embedder, row, cal, earlier: dict) -> dict | None:
     question = earlier["asked"]
     in_corpus = lambda w: corpus.term_in_corpus(conn, w)  # noqa: E731
     texts_with = lambda t: corpus.texts_with(conn, t)  # noqa: E731
-    if refusal.as_books_write(question, in_corpus, texts_with, refusal.word_pieces(embedder)) != question:
+    if book_words.as_books_write(question, in_corpus, texts_with, book_words.word_pieces(embedder)) != question:
         return None
     rec = dict(earlier)
-    rec["missing_subject"] = None if rec["no_context"] else refusal.missing_subject(
+    rec["missing_subject"] = None if rec["no_context"] else book_words.missing_subject(
         question, in_corpus, embedder, cal.subject, texts_with)
-    rec["lacks_risk"] = [w for w in rec["lacks_risk"] if not refusal.named_in_books(w, question, in_corpus)]
+    rec["lacks_risk"] = [w for w in rec["lacks_risk"] if not book_words.named_in_books(w, question, in_corpus)]
     rec["refused"] = [r for r in FINAL if rec[r]]
     return rec
 
@@ -77,7 +76,7 @@ def reused(conn, embedder, row, cal, earlier: dict) -> dict | None:
 def assess(conn, embedder, row, cal) -> dict:
     from ragcli import ask as asking
     from ragcli import conversation
-    from ragcli.answer import context, refusal
+    from ragcli.answer import book_words, context, refusal
     from ragcli.ingest.kinds import NOT_EXPOSITION
     from ragcli.search.pipeline import SearchOptions, mode_for, search
     from ragcli.store import corpus
@@ -107,8 +106,8 @@ def assess(conn, embedder, row, cal) -> dict:
     def best(texts_):
         if not texts_:
             return None
-        c = float(refusal.cosines_to(question, texts_, embedder).max())
-        return max(c, float(refusal.cosines_to(book_q, texts_, embedder).max())) if book_q != question else c
+        c = float(book_words.cosines_to(question, texts_, embedder).max())
+        return max(c, float(book_words.cosines_to(book_q, texts_, embedder).max())) if book_q != question else c
 
     top = best(texts)
     rec["best_prompt_cosine"] = None if top is None else round(top, 3)
