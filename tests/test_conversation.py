@@ -1,10 +1,10 @@
-"""The follow-up rewrite (ragcli/conversation.py): which questions refer back, the deterministic rewrite,
+"""The follow-up rewrite (ragcli/followup.py): which questions refer back, the deterministic rewrite,
 the model's rewrite and the filter that keeps it."""
 from __future__ import annotations
 
 import pytest
 
-from ragcli.conversation import Standalone, carry, keep, refers_back, rewrite_messages, standalone, subject
+from ragcli.followup import Standalone, carry, keep, refers_back, rewrite_messages, standalone, subject
 from ragcli.models.fake import FakeChatModel
 from ragcli.system_prompt import ANSWER_PREFIX
 

@@ -2,7 +2,7 @@
 
 Layers, highest first; a module imports only from lower layers (and from its own package):
 
-    cli/  ->  serve/  ->  conversation.py  ->  ask.py, summary.py, evaluate.py  ->  search/, answer/, ingest/
+    cli/  ->  serve/  ->  conversation.py  ->  ask.py, summary.py, evaluate.py, followup.py  ->  search/, answer/, ingest/
           ->  models/, store/
           ->  types.py, errors.py, text.py, config.py, language.py
 
@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[1] / "ragcli"
 BASE = {"types", "errors", "text", "config", "language", "system_prompt"}
 PIPELINES = {"ask", "summary", "evaluate"}
 # conversation.py runs a turn over ask.py (a pipeline over a pipeline), so it sits above them
+# followup.py (a follow-up made standalone) sits beside the pipelines: conversation.py uses it
 RANK = {"base": 0, "models": 1, "store": 1, "search": 2, "answer": 2, "ingest": 2, "pipeline": 3,
-        "render": 3, "conversation": 3.5, "serve": 4, "cli": 5}
+        "render": 3, "followup": 3, "conversation": 3.5, "serve": 4, "cli": 5}
 FRONT_ENDS = {"cli", "serve"}  # the only importers of render/
 RENDER_MAY_IMPORT = {"render", "base"}
 
