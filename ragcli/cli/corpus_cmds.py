@@ -189,7 +189,7 @@ def _runs_on():
     from ragcli import config
     from ragcli.errors import ModelError
     from ragcli.models import hardware
-    from ragcli.models.llama_cpp import RunSettings, machine_defaults, run_settings
+    from ragcli.models.llama_setup import RunSettings, machine_defaults, run_settings
 
     hw = hardware.detect()
     try:
