@@ -94,7 +94,7 @@ class ModelSettings:
 PROFILE_KEYS = {f for f in ModelSettings.__dataclass_fields__ if f != "profile"}
 
 # What a setting left unset becomes, in words: the help of --ctx, --threads and --gpu-layers says
-# these, and models/llama_cpp.machine_defaults decides by the same rules (`ragcli info` shows the
+# these, and models/llama_setup.machine_defaults decides by the same rules (`ragcli info` shows the
 # values on this machine, each with its reason).
 UNSET_RULES = {
     "n_ctx": "the model's trained context, made smaller only when this machine's memory cannot hold it",

@@ -7,7 +7,7 @@ import json
 
 from ragcli.models.gguf import gguf_metadata, kv_bytes_per_token
 from ragcli.models.hardware import Hardware, physical_cores
-from ragcli.models.llama_cpp import ALL_LAYERS, MEMORY_RESERVE, machine_defaults
+from ragcli.models.llama_setup import ALL_LAYERS, MEMORY_RESERVE, machine_defaults
 
 GB = 10**9
 # a Qwen2.5-1.5B-like header: 28 layers, 12 heads, 2 KV heads, width 1536, trained on 32768 tokens

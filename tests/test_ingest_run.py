@@ -35,7 +35,8 @@ def _passages(path: Path) -> set:
 
 
 def test_workers_give_the_same_corpus_in_order(notes, tmp_path, embedder):
-    from ragcli.ingest.pipeline import FileOptions, ingest_run
+    from ragcli.ingest.pipeline import FileOptions
+    from ragcli.ingest.run import ingest_run
     from ragcli.store import db
 
     seen = []
@@ -63,7 +64,7 @@ def test_a_bad_file_among_many_is_reported_and_the_run_goes_on(notes, tmp_path, 
 
 
 def test_interrupted_run_resumes_without_embedding_again(notes, tmp_path, embedder, fingerprint):
-    from ragcli.ingest import pipeline
+    from ragcli.ingest import pipeline, run
     from ragcli.store import db
 
     path = tmp_path / "c.db"
@@ -84,10 +85,10 @@ def test_interrupted_run_resumes_without_embedding_again(notes, tmp_path, embedd
             return embedder.embed(texts)
 
     with pytest.raises(KeyboardInterrupt):
-        list(pipeline.ingest_run(conn, notes[1:2], Dies(), pipeline.FileOptions()))
+        list(run.ingest_run(conn, notes[1:2], Dies(), pipeline.FileOptions()))
     assert fingerprint(path) == before  # the corpus is as it was; the vectors are staged beside it
     assert Path(str(path) + "-embedstage").exists()
-    result = next(pipeline.ingest_run(conn, notes[1:2], embedder, pipeline.FileOptions()))
+    result = next(run.ingest_run(conn, notes[1:2], embedder, pipeline.FileOptions()))
     assert result.status == "added" and result.embedded == 0 and result.reused == result.passages
     assert not Path(str(path) + "-embedstage").exists()
     conn.close()

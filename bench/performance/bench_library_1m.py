@@ -5,7 +5,7 @@ vector scan at 10M on synthetic codes.
     nice -n 10 python bench/performance/bench_library_1m.py scan --out /tmp/codes10m.db --rows 10000000 [--queries 5]
 
 ingest: writes --books BEIR-style JSONL files of --per-book records each (60 words a record from a
-Zipf vocabulary, one passage a record), then runs `ingest.pipeline.ingest_run` over the folder in a
+Zipf vocabulary, one passage a record), then runs `ingest.run.ingest_run` over the folder in a
 child process exactly as `ragcli ingest` does (parsing workers, stage commits, one writer), with a
 synthetic embedder: 384-d unit vectors drawn from a seeded generator, so the bar measures ragcli and
 the store, not a model (a model's cost is per passage and measured by bench_embed_server.py).
@@ -105,7 +105,8 @@ class TreeSampler:
 
 
 def child(folder: Path, db_path: Path, workers: int) -> dict:
-    from ragcli.ingest.pipeline import FileOptions, ingest_run
+    from ragcli.ingest.pipeline import FileOptions
+    from ragcli.ingest.run import ingest_run
     from ragcli.store import db
 
     sampler = TreeSampler()

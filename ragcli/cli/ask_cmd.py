@@ -136,7 +136,7 @@ def stream_answer(stream, call):
 def show_standalone(stream, made, continued: bool = True) -> None:
     """The standalone question a follow-up became, dimmed on stderr before retrieval (not in --json);
     a question that refers back to nothing says so in one line (also with --json: it is stderr)."""
-    from ragcli.conversation import dangling_words
+    from ragcli.followup import dangling_words
     from ragcli.render.conversations import standalone_line
 
     words = dangling_words(made, continued)

@@ -42,6 +42,7 @@ def ingest(
 ) -> None:
     """Add books to the corpus: PDFs (scanned pages OCR'd), e-books, DOCX, HTML, text."""
     from ragcli.ingest import pipeline as core
+    from ragcli.ingest.run import ingest_run
     from ragcli.render.data import ingest_data, print_json
     from ragcli.render.progress import RunProgress
     from ragcli.render.terminal import ingest_line
@@ -86,8 +87,8 @@ def ingest(
     results = []
     run_progress = RunProgress(json_out)
     with run_progress as progress_cb:
-        for result in core.ingest_run(conn, files, embedder, opts, workers=_workers(workers, len(files)),
-                                      progress=progress_cb, on_status=run_progress.status):
+        for result in ingest_run(conn, files, embedder, opts, workers=_workers(workers, len(files)),
+                                 progress=progress_cb, on_status=run_progress.status):
             if result.status == "failed":  # a report for every file, failed ones too (also a single one)
                 err(escape(result.error))
             results.append(result)
@@ -188,7 +189,7 @@ def _runs_on():
     from ragcli import config
     from ragcli.errors import ModelError
     from ragcli.models import hardware
-    from ragcli.models.llama_cpp import RunSettings, machine_defaults, run_settings
+    from ragcli.models.llama_setup import RunSettings, machine_defaults, run_settings
 
     hw = hardware.detect()
     try:

@@ -1,6 +1,6 @@
 """What this machine has for running a model: memory, physical cores, and whether llama.cpp can offload
 to a GPU. Read once per process; `Hardware` is a plain value, so the defaults built on it
-(models/llama_cpp.machine_defaults) test with a made-up machine.
+(models/llama_setup.machine_defaults) test with a made-up machine.
 
 Physical cores, not logical ones: llama.cpp's token generation is bound by memory bandwidth, and a
 second hyper-thread on a core adds contention, not speed (llama.cpp's own default is the physical count

@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Union
 
 from ragcli.errors import ModelError
 from ragcli.models.gguf import gguf_facts, trained_context
-from ragcli.models.llama_cpp import capture_stderr, check_model_file, import_llama_cpp
+from ragcli.models.llama_setup import capture_stderr, check_model_file, import_llama_cpp
 
 # llama_cpp is imported where the re-ranker is loaded (about 0.7 s): listing models never loads it.
 

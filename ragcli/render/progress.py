@@ -93,7 +93,7 @@ def _duration(seconds: Optional[float]) -> str:
 
 
 def run_line(status) -> str:
-    """One line over a whole ingest run (ingest.pipeline.RunStatus)."""
+    """One line over a whole ingest run (ingest.run.RunStatus)."""
     return (f"{status.files_done}/{status.files_total} files, {status.pages:,} pages, "
             f"{status.passages:,} passages, {status.rate:.0f} passages/s embedded, "
             f"ETA {_duration(status.eta)}")
