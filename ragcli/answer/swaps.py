@@ -26,8 +26,9 @@ from ragcli.text import SUPPORT_STOPWORDS, SUPPORT_TOKEN, truncation_stem
 # - words in parentheses (asides: "(often called pressure points)") and adverbs in -ly;
 # - where the stretch has a pronoun or demonstrative before its word ("if it happens"): the claim
 #   names what it refers to;
-# - at the claim's start with no matched word before it, unless a determiner opens it ("The skull", "The
-#   patient is") or the block holds a number: an imperative's verb ("Look for", "Prop up") against a
+# - at the claim's start with no matched word before it, unless the claim opens as a statement (a
+#   determiner or a subject pronoun first, or a form of "be" or a modal second: "The skull", "They are
+#   marked", "Survivors are tagged") or the block holds a number: an imperative's verb ("Look for", "Prop up") against a
 #   lead-in of the book's ("Indications of a fracture are"), the same instruction in other words;
 # - a block whose passage side is much longer than the claim's (SWAP_RATIO): one claim word against a
 #   list or a running header ("burned their lungs" against "Burns around the face or neck UNIT 4:
@@ -46,6 +47,8 @@ SWAP_RATIO = 2  # a swap's passage side holds at most this many words per claim 
 SWAP_MIN_STEM = 3  # a claim word this short ("ii", "vs") is not weighed
 DETERMINERS = frozenset("the a an this that these those his her its their our your my".split())
 BE = frozenset("is are was were be been being".split())
+MODALS = frozenset("can could may might must should will would has have had".split())
+SUBJECTS = frozenset("it they he she we you".split())
 PARTICIPLE = ("ed", "en", "wn")
 REFERRERS = frozenset("it they them this these those he she him her such".split())
 _PARENTHESES = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
@@ -137,11 +140,12 @@ def swapped_words(claim: str, stretch: str, embedder=None) -> list[Swap]:
     c_stems, q_stems = [t for t, _, _ in c], [t for t, _, _ in q]
     in_claim, in_stretch = set(c_stems), set(q_stems)
     cands: list[Swap] = []
-    opens = (SUPPORT_TOKEN.findall(claim) or [""])[0].lower()
+    tokens = [t.lower() for t in SUPPORT_TOKEN.findall(claim)[:2]] + ["", ""]
+    statement = tokens[0] in DETERMINERS or tokens[0] in SUBJECTS or tokens[1] in BE or tokens[1] in MODALS
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, c_stems, q_stems, autojunk=False).get_opcodes():
         if tag != "replace" or (i1 == 0 and i2 == len(c)):
             continue  # nothing of the claim matched on either side: no position to compare
-        if (i1 == 0 and opens not in DETERMINERS and c[0][2] not in DETERMINERS
+        if (i1 == 0 and not statement and c[0][2] not in DETERMINERS
                 and not any(t.startswith("#") for t in c_stems[i1:i2])):
             continue  # an imperative's verb against the book's lead-in
         if q[j1][2] in REFERRERS:
