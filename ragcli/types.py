@@ -168,6 +168,9 @@ class Claim:
     # the model cited nothing for this sentence; ragcli found the passage of the prompt that states it
     # (grounding.attribute) and `citations` names it
     attributed: bool = False
+    # why a sentence the scorer would tick is not `supported`, in the reader's words: "the book says
+    # scalp, the answer says skull" (a swapped word: answer/swaps.py); None when there is nothing to say
+    why: Optional[str] = None
 
 
 @dataclass

@@ -242,8 +242,6 @@ def _paragraph(words: str) -> list[str]:
      "The scalp is incised and reflected", "skull"),
     ("Cerebral autoregulation is the difference between MAP and ICP: CPP = MAP - ICP.",
      "Cerebral perfusion pressure (CPP) is the", "autoregulation"),
-    ("Cerebral autoregulation is impaired by chronic hypertension.",
-     "shifted upward by chronic hypertension", "impaired"),
 ])
 def test_a_swapped_subject_object_or_predicate_is_not_supported(embedder, claim, words, swapped, monkeypatch):
     monkeypatch.setattr(support, "SWAP_CHECK", True)

@@ -1,7 +1,7 @@
 """Ticks on the labelled answer runs: does a sentence shown `supported` say what its quote says?
 
-    python bench/support_swaps.py --set fm.db:bench/labels/fm44-s14-run.jsonl [--set ...] --dump NEW.jsonl
-    python bench/support_swaps.py --set ... --labels bench/labels/support-ticks.jsonl
+    python bench/answers/support_swaps.py --set fm.db:bench/answers/labels/fm44-s14-run.jsonl [--set ...] --dump NEW.jsonl
+    python bench/answers/support_swaps.py --set ... --labels bench/answers/labels/support-ticks.jsonl
 
 Each answer a run showed (answered, incomplete, extractive) is graded again by today's code
 (`grounding.score`, the real embedding model) against the passages its sources name (`#id` in the run

@@ -122,6 +122,7 @@ def _apply(claim: Claim, row: list[support.SupportResult], by_label: dict[str, S
     best_i = min(range(len(row)), key=lambda i: (LEVEL_ORDER[row[i].level], -row[i].score))
     best = row[best_i]
     claim.support, claim.score = best.level, round(best.score, 4)
+    claim.why = support.why_not_supported(best)
     claim.flagged_citations = [lab for lab, r in zip(claim.citations, row) if r.level == "unsupported"]
     if best.best_sentence and best.level != "unsupported":
         page_label, page = page_of(by_label[claim.citations[best_i]], best.best_sentence)

@@ -22,7 +22,7 @@ from ragcli.answer.claim_terms import (  # noqa: F401  (numbers, is_negated, ...
     NEGATION_PHRASES, NEGATION_WORDS, NUMBER_WORDS, UNITS, _overlap, content_terms, is_negated,
     misplaced_numbers, missing_numbers, negation_mismatch, numbers, term_weight,
 )
-from ragcli.answer.swaps import Swap, not_synonyms, swapped_words  # noqa: F401
+from ragcli.answer.swaps import Swap, in_words, not_synonyms, swapped_words  # noqa: F401
 
 # ------------------------------------------------------------------------------ fitted constants
 # Logistic regression over FEATURES, fitted on SciFact train (SUPPORT vs hard-negative abstracts).
@@ -48,10 +48,11 @@ class SupportResult:
     swaps: list = field(default_factory=list)  # Swap: a word of the claim where the passage has another
 
 
-# The swapped-word cap on a tick (D125). Off by default: measured on the held-out book it did not halve the
-# wrong ticks (CERT 10 -> 7) and lowered 12 of 180 right ones, and SciFact's `supported` precision fell
-# below the bar (0.920 -> 0.917, recall 0.371 -> 0.177). `bench/answers/support_swaps.py` measures it on.
-SWAP_CHECK = False
+# The swapped-word cap on a tick (D125, D146): a sentence the scorer would tick that puts a word where its
+# quote has another is `weak`, and says why (`why_not_supported`). On the labelled answer runs it halves
+# the wrong ticks (FM/ATP 17 -> 7, held-out CERT 10 -> 5); SciFact validation's `supported` precision
+# 0.920 -> 0.931 (recall 0.371 -> 0.218). bench/answers/support_swaps.py and support_scifact.py measure it.
+SWAP_CHECK = True
 
 
 # ------------------------------------------------------------------------------------- features
@@ -101,6 +102,16 @@ def claim_features(claim: str, sentences: Sequence[str], claim_vec: np.ndarray,
 def _probability(f: dict) -> float:
     z = INTERCEPT + sum(c * f[name] for name, c in zip(FEATURES, COEFS))
     return float(1.0 / (1.0 + np.exp(-z)))
+
+
+def why_not_supported(result: SupportResult) -> Optional[str]:
+    """The reader's words for a sentence the scorer would tick that a swapped word keeps `weak`: "the
+    book says scalp, the answer says skull" (the first swap); None otherwise."""
+    if result.level == "supported" or not result.swaps or result.score < SUPPORTED_AT:
+        return None
+    if result.number_mismatch or result.negation_mismatch:
+        return None
+    return in_words(result.swaps[0])
 
 
 def level_for(score: float, number_mismatch: bool = False, negation_mismatch: bool = False,
