@@ -162,8 +162,10 @@ def _before_answer(run: Run) -> Optional[Answer]:
     if not run.result.hits or (cal is not None and no_context(run.result, cal.no_context)
                                and not _near_as_books_write(run, cal.no_context)):
         return _unanswered(run, verdicts.before_answer(Reason.NO_CONTEXT))
-    subject = book_words.missing_subject(run.question, run.in_corpus, run.embedder, cal.subject,
-                                      run.texts_with) if cal else None
+    # weighed on the question as the books write it: a slip left in ("Explain cold injruies to me")
+    # makes the frame's words ("explain") seem to carry the question
+    subject = book_words.missing_subject(run.book_question, run.in_corpus, run.embedder, cal.subject,
+                                         run.texts_with) if cal else None
     if subject:
         return _unanswered(run, verdicts.before_answer(
             Reason.MISSING_SUBJECT, f"the books never mention \"{subject}\", which the question is about"))

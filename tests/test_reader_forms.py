@@ -86,6 +86,23 @@ def test_a_slip_of_the_keys_is_the_books_word_and_a_real_word_never_is(book, emb
     assert book_words.slip_of("cribbing", _fts_book(["Ribbing of the sleeve."]), pieces) is None
 
 
+def test_a_slip_the_tokenizer_cuts_in_two_is_mended_only_when_letters_are_swapped_or_dropped(embedder):
+    """ "presure" and "breathnig" are two word pieces each, like the real words "heater" and "gagging":
+    a two-piece word is read as a slip only when the book's word has its letters swapped or one more
+    letter, never one letter changed or one fewer."""
+    pieces = book_words.word_pieces(embedder)
+    one = pieces("a")
+    assert pieces("presure") == pieces("breathnig") == one + 1 == pieces("heater")
+    manual = _fts_book(["Apply direct pressure.", "Deep breathing eases the stress.", "Keep the heated tent dry.",
+                        "Bagging the casualty's gear."])
+    assert book_words.slip_of("presure", manual, pieces) == "pressure"  # a letter dropped
+    assert book_words.slip_of("breathnig", manual, pieces) == "breathing"  # two letters swapped
+    assert book_words.slip_of("heater", manual, pieces) is None  # "heated": one letter changed
+    assert book_words.slip_of("rashes", _fts_book(["Rushes by the river."]), pieces) is None  # its stem is a word
+    # one slip from two whole words ("reactions", "relations"): the reader's meaning is unknown
+    assert book_words.slip_of("reations", _fts_book(["Good relations with the town."]), pieces) is None
+
+
 def test_the_question_as_the_books_write_it(book, embedder):
     in_books, texts_with = book
     pieces = book_words.word_pieces(embedder)
