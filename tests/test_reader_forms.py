@@ -126,3 +126,16 @@ def test_plural_acronyms_and_slips_are_no_missing_subject_and_an_unnamed_thing_s
     # the book's "TB" unless the book spells "TB" so
     assert book_words.spelled_acronym("booster", "How often is a tetanus booster due?",
                                    _texts(["Report TB cases to the medic."])) is None
+
+
+def test_a_passage_that_names_the_subject_again_and_again_is_about_a_short_question(embedder):
+    """A template's words weigh as much as a one-word subject in the embedding space; the far-passage and
+    no-context floors are passed by a passage that names every word carrying the question twice."""
+    q = "What should I know about morale?"
+    assert book_words.subject_words(q, embedder) == ["morale"]
+    about = ("Any loss of morale reduces marching efficiency. Low morale is contagious and magnifies any "
+             "discomfort soldiers may have.")
+    passing = "Keep the men informed of the march plan; this helps morale. Halt near sheltering terrain."
+    assert book_words.names_subject(q, [passing, about], embedder)
+    assert not book_words.names_subject(q, [passing], embedder)  # named once: passed by, not about it
+    assert not book_words.names_subject("What should I know about nimodipine?", [about], embedder)

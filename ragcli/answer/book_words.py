@@ -278,3 +278,34 @@ def translated(word: str, rewrite: Optional[str]) -> bool:
     lacks: a rewrite keeps a subject it has no book word for ("antibiotic", "tetanus booster shot",
     "stroke")."""
     return bool(rewrite) and light_stem(word) not in {light_stem(w) for w in content_words(rewrite)}
+
+
+def subject_words(question: str, embedder, cosine: float = SUBJECT_COSINE) -> list[str]:
+    """The words of the question that carry much of what it asks (the question without the word has a
+    cosine under `cosine` to the question, as in `missing_subject`), whether or not the books use them:
+    "morale" in "What should I know about morale?"; none in a long question whose words share the load."""
+    words = [w for w in dict.fromkeys(content_words(question)) if len(w) > 3 and "'" not in w and "’" not in w]
+    if not words:
+        return []
+    without = [re.sub(rf"\b{re.escape(w)}\b", " ", question, flags=re.I) for w in words]
+    return [w for w, c in zip(words, cosines_to(question, without, embedder)) if c < cosine]
+
+
+def names_subject(question: str, texts: Sequence[str], embedder, cosine: float = SUBJECT_COSINE) -> bool:
+    """Does one of the passages name what the question is about: every word that carries much of it
+    (`subject_words`, one at least), each twice or more by stem? A short question asked in a template's
+    words ("What should I know about morale?") sits far from a passage about morale in the embedding
+    space: the template's words weigh as much as the subject. A passage that names the subject again
+    and again is about it, whatever the cosine."""
+    subject = {light_stem(w) for w in subject_words(question, embedder, cosine)}
+    if not subject:
+        return False
+    for text in texts:
+        counts: dict[str, int] = {}
+        for w in re.findall(r"[a-z][a-z'-]*", text.lower()):
+            s = light_stem(w)
+            if s in subject:
+                counts[s] = counts.get(s, 0) + 1
+        if all(counts.get(s, 0) >= 2 for s in subject):
+            return True
+    return False
