@@ -160,10 +160,14 @@ def _before_answer(run: Run) -> Optional[Answer]:
             Reason.OTHER_LANGUAGE, other_language_notice(run.result.language, "question", "ask")), sources=[])
     cal = run.calibration
     if not run.result.hits or (cal is not None and no_context(run.result, cal.no_context)
-                               and not _near_as_books_write(run, cal.no_context)):
+                               and not _near_as_books_write(run, cal.no_context)
+                               and not book_words.names_subject(run.book_question, [s.hit.text for s in run.blocks],
+                                                                run.embedder, cal.subject)):
         return _unanswered(run, verdicts.before_answer(Reason.NO_CONTEXT))
-    subject = book_words.missing_subject(run.question, run.in_corpus, run.embedder, cal.subject,
-                                      run.texts_with) if cal else None
+    # weighed on the question as the books write it: a slip left in ("Explain cold injruies to me")
+    # makes the frame's words ("explain") seem to carry the question
+    subject = book_words.missing_subject(run.book_question, run.in_corpus, run.embedder, cal.subject,
+                                         run.texts_with) if cal else None
     if subject:
         return _unanswered(run, verdicts.before_answer(
             Reason.MISSING_SUBJECT, f"the books never mention \"{subject}\", which the question is about"))
@@ -283,6 +287,9 @@ def _assess(run: Run, answer: Answer, gen: Generated) -> Evidence:
             e.cited_floor = run.calibration.cited_floor
             if e.cited_floor is not None:
                 e.cited_cosine = refusal.cited_cosine(answer, run.question, run.embedder, run.book_question)
+                if e.cited_cosine is not None and e.cited_cosine < e.cited_floor:
+                    e.cited_names_subject = book_words.names_subject(
+                        run.book_question, refusal.cited_texts(answer), run.embedder, run.calibration.subject)
     if run.judged is not None and run.judged.ran:
         e.judge_ran = True
         e.relevant = {s.label for s in run.judged.relevant(answer.sources)}

@@ -86,6 +86,23 @@ def test_a_slip_of_the_keys_is_the_books_word_and_a_real_word_never_is(book, emb
     assert book_words.slip_of("cribbing", _fts_book(["Ribbing of the sleeve."]), pieces) is None
 
 
+def test_a_slip_the_tokenizer_cuts_in_two_is_mended_only_when_letters_are_swapped_or_dropped(embedder):
+    """ "presure" and "breathnig" are two word pieces each, like the real words "heater" and "gagging":
+    a two-piece word is read as a slip only when the book's word has its letters swapped or one more
+    letter, never one letter changed or one fewer."""
+    pieces = book_words.word_pieces(embedder)
+    one = pieces("a")
+    assert pieces("presure") == pieces("breathnig") == one + 1 == pieces("heater")
+    manual = _fts_book(["Apply direct pressure.", "Deep breathing eases the stress.", "Keep the heated tent dry.",
+                        "Bagging the casualty's gear."])
+    assert book_words.slip_of("presure", manual, pieces) == "pressure"  # a letter dropped
+    assert book_words.slip_of("breathnig", manual, pieces) == "breathing"  # two letters swapped
+    assert book_words.slip_of("heater", manual, pieces) is None  # "heated": one letter changed
+    assert book_words.slip_of("rashes", _fts_book(["Rushes by the river."]), pieces) is None  # its stem is a word
+    # one slip from two whole words ("reactions", "relations"): the reader's meaning is unknown
+    assert book_words.slip_of("reations", _fts_book(["Good relations with the town."]), pieces) is None
+
+
 def test_the_question_as_the_books_write_it(book, embedder):
     in_books, texts_with = book
     pieces = book_words.word_pieces(embedder)
@@ -109,3 +126,16 @@ def test_plural_acronyms_and_slips_are_no_missing_subject_and_an_unnamed_thing_s
     # the book's "TB" unless the book spells "TB" so
     assert book_words.spelled_acronym("booster", "How often is a tetanus booster due?",
                                    _texts(["Report TB cases to the medic."])) is None
+
+
+def test_a_passage_that_names_the_subject_again_and_again_is_about_a_short_question(embedder):
+    """A template's words weigh as much as a one-word subject in the embedding space; the far-passage and
+    no-context floors are passed by a passage that names every word carrying the question twice."""
+    q = "What should I know about morale?"
+    assert book_words.subject_words(q, embedder) == ["morale"]
+    about = ("Any loss of morale reduces marching efficiency. Low morale is contagious and magnifies any "
+             "discomfort soldiers may have.")
+    passing = "Keep the men informed of the march plan; this helps morale. Halt near sheltering terrain."
+    assert book_words.names_subject(q, [passing, about], embedder)
+    assert not book_words.names_subject(q, [passing], embedder)  # named once: passed by, not about it
+    assert not book_words.names_subject("What should I know about nimodipine?", [about], embedder)

@@ -48,7 +48,9 @@ def rows_of(db: str, run: str, labels: str, embedder) -> list[dict]:
         if not texts:
             continue
         out.append({"set": Path(run).stem, "id": r["id"], "answerable": r.get("answerable", True),
-                    "label": lab[r["id"]], "cosine": float(book_words.cosines_to(r["question"], texts, embedder).max())})
+                    "label": lab[r["id"]], "cosine": float(book_words.cosines_to(r["question"], texts, embedder).max()),
+                    "names_subject": book_words.names_subject(r["question"], texts, embedder),
+                    "question": r["question"]})
     return out
 
 
@@ -64,13 +66,24 @@ def main() -> int:
     rows = [row for spec in args.set for row in rows_of(*spec.split(":"), embedder)]
     if args.list:
         for r in sorted(rows, key=lambda r: r["cosine"]):
-            print(f"{r['cosine']:.3f} {r['label']:8} {r['id']} ({r['set']})")
+            print(f"{r['cosine']:.3f} {r['label']:8} {r['id']} ({r['set']})"
+                  f"{' names the subject' if r['names_subject'] else ''}: {r['question']}")
     shown = collections.Counter(r["label"] for r in rows)
     print(f"\n{len(rows)} answers shown: " + ", ".join(f"{k} {v}" for k, v in sorted(shown.items())))
     print("\n| floor | correct withheld | partial withheld | wrong or harmful withheld (unanswerable) |")
     print("|---|---|---|---|")
     for f in (float(x) for x in args.floors.split(",")):
         below = [r for r in rows if r["cosine"] < f]
+        n = collections.Counter(r["label"] for r in below)
+        bad = [r for r in below if r["label"] in BAD]
+        print(f"| {f:.2f} | {n['correct']} | {n['partial']} | {len(bad)} "
+              f"({sum(not r['answerable'] for r in bad)}) |")
+    # the floor passed by a cited passage that names the question's subject (book_words.names_subject)
+    print("\n| floor, unless a cited passage names the subject | correct withheld | partial withheld | wrong or harmful "
+          "withheld (unanswerable) |")
+    print("|---|---|---|---|")
+    for f in (float(x) for x in args.floors.split(",")):
+        below = [r for r in rows if r["cosine"] < f and not r["names_subject"]]
         n = collections.Counter(r["label"] for r in below)
         bad = [r for r in below if r["label"] in BAD]
         print(f"| {f:.2f} | {n['correct']} | {n['partial']} | {len(bad)} "

@@ -9,8 +9,9 @@ Per question (a follow-up is first made standalone as `ragcli chat` does without
 conversation.standalone), ask's own search (exposition only, the calibrated floors of the corpus's
 embedding model), then per rule:
 - `no_context` and `missing_subject`: ask's own checks before any model call (ask._before_answer; final);
-- `far_any`: every passage of the prompt is under the far-passage floor (D103), so any answer that
-  cites passages is withheld, whatever the model writes (final, once the model answers with labels);
+- `far_any`: every passage of the prompt is under the far-passage floor (D103) and none names the
+  question's subject (book_words.names_subject), so any answer that cites passages is withheld,
+  whatever the model writes (final, once the model answers with labels);
 - `far_source`: the answer passage itself is under that floor, so an answer citing it alone is withheld
   (likely: depends on what the model cites);
 - `lacks_risk`: the question's words that no prompt passage has and no page of the books uses
@@ -111,7 +112,9 @@ def assess(conn, embedder, row, cal) -> dict:
 
     top = best(texts)
     rec["best_prompt_cosine"] = None if top is None else round(top, 3)
-    rec["far_any"] = bool(cal.cited_floor is not None and (top is None or top < cal.cited_floor))
+    # a passage that names the question's subject passes the far-passage floor (book_words.names_subject)
+    named = lambda texts_: book_words.names_subject(book_q, texts_, embedder, cal.subject)  # noqa: E731
+    rec["far_any"] = bool(cal.cited_floor is not None and (top is None or top < cal.cited_floor) and not named(texts))
     rec["lacks_risk"] = refusal.missing_terms(question, blocks, run.in_corpus)
     sid = source_id(conn, row) if row["answerable"] else None
     if sid is not None:
@@ -121,7 +124,7 @@ def assess(conn, embedder, row, cal) -> dict:
         text = conn.execute("SELECT text FROM passages WHERE id = ?", (sid,)).fetchone()[0]
         c = best([text])
         rec["source_cosine"] = round(c, 3)
-        rec["far_source"] = bool(cal.cited_floor is not None and c < cal.cited_floor)
+        rec["far_source"] = bool(cal.cited_floor is not None and c < cal.cited_floor and not named([text]))
     rec["refused"] = [r for r in FINAL if rec[r]]
     return rec
 

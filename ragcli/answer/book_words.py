@@ -135,26 +135,35 @@ def word_pieces(embedder) -> Optional[Callable[[str], int]]:
 def slip_of(word: str, in_books: Callable[[str], bool],
             pieces: Optional[Callable[[str], int]] = None) -> Optional[str]:
     """The word of the books one slip of the keys from `word` (Damerau distance 1), or None. Only for
-    a word of `SLIP_MIN` letters or more that the embedding model's vocabulary does not know (`pieces`:
-    it splits the word into more pieces than the book's word, and into three or more): "tournqiuet" ->
-    "tourniquet", but "stroke" is never "strike", nor "gagging" "bagging". Without `pieces`, no word
-    is read as a slip. Two letters swapped and one added are tried first; the first letter stays."""
+    a word of `SLIP_MIN` letters or more that the embedding model's vocabulary does not know (`pieces`):
+    a word it holds whole, or whose stem it holds whole ("rashes": "rash" + "##es"), is a word of the
+    language ("stroke" is never "strike"). A word it cuts into three pieces or more may be any slip
+    (two letters swapped, one dropped, added or changed: "tournqiuet" -> "tourniquet"); one it cuts in
+    two, only two letters swapped or one dropped ("breathnig" -> "breathing", "presure" -> "pressure"),
+    since a real word in two pieces ("heater", "gagging") is one letter changed or added away from
+    another word far more often than one letter short of it. The book's word is cut into no more
+    pieces than the reader's, and a word one slip from two whole words of the vocabulary is left as it
+    is. Without `pieces`, no word is read as a slip; the first letter stays."""
     w = word.lower()
     if pieces is None or len(w) < SLIP_MIN or not w.isalpha():
         return None
     own, one = pieces(w), pieces("a")
-    # a word of the model's vocabulary, or one inflected ("rashes": "rash" + "##es"), is a word of the
-    # language; a slip falls apart into three pieces or more
-    if own < one + 2 or pieces(light_stem(w)) == one:
+    if own < one + 1 or pieces(light_stem(w)) == one:
         return None
     # the first letter is kept: a reader rarely mistypes it, and a word with another first letter is
     # another word ("cribbing" is not "ribbing")
     candidates = [w[:i] + w[i + 1] + w[i] + w[i + 2:] for i in range(1, len(w) - 1)]
     candidates += [w[:i] + c + w[i:] for i in range(1, len(w) + 1) for c in _LETTERS]
-    candidates += [w[:i] + c + w[i + 1:] for i in range(1, len(w)) for c in _LETTERS if c != w[i]]
-    candidates += [w[:i] + w[i + 1:] for i in range(1, len(w))]
-    for c in dict.fromkeys(candidates):
-        if c != w and in_books(c) and pieces(c) < own:
+    if own >= one + 2:
+        candidates += [w[:i] + c + w[i + 1:] for i in range(1, len(w)) for c in _LETTERS if c != w[i]]
+        candidates += [w[:i] + w[i + 1:] for i in range(1, len(w))]
+    candidates = [c for c in dict.fromkeys(candidates) if c != w]
+    # one slip from two words the model's vocabulary holds whole ("reations": reactions, relations) is
+    # no word in particular: which the reader meant, the books cannot say
+    if sum(pieces(c) == one for c in candidates) > 1:
+        return None
+    for c in candidates:
+        if in_books(c) and pieces(c) <= own:
             return c
     return None
 
@@ -269,3 +278,34 @@ def translated(word: str, rewrite: Optional[str]) -> bool:
     lacks: a rewrite keeps a subject it has no book word for ("antibiotic", "tetanus booster shot",
     "stroke")."""
     return bool(rewrite) and light_stem(word) not in {light_stem(w) for w in content_words(rewrite)}
+
+
+def subject_words(question: str, embedder, cosine: float = SUBJECT_COSINE) -> list[str]:
+    """The words of the question that carry much of what it asks (the question without the word has a
+    cosine under `cosine` to the question, as in `missing_subject`), whether or not the books use them:
+    "morale" in "What should I know about morale?"; none in a long question whose words share the load."""
+    words = [w for w in dict.fromkeys(content_words(question)) if len(w) > 3 and "'" not in w and "’" not in w]
+    if not words:
+        return []
+    without = [re.sub(rf"\b{re.escape(w)}\b", " ", question, flags=re.I) for w in words]
+    return [w for w, c in zip(words, cosines_to(question, without, embedder)) if c < cosine]
+
+
+def names_subject(question: str, texts: Sequence[str], embedder, cosine: float = SUBJECT_COSINE) -> bool:
+    """Does one of the passages name what the question is about: every word that carries much of it
+    (`subject_words`, one at least), each twice or more by stem? A short question asked in a template's
+    words ("What should I know about morale?") sits far from a passage about morale in the embedding
+    space: the template's words weigh as much as the subject. A passage that names the subject again
+    and again is about it, whatever the cosine."""
+    subject = {light_stem(w) for w in subject_words(question, embedder, cosine)}
+    if not subject:
+        return False
+    for text in texts:
+        counts: dict[str, int] = {}
+        for w in re.findall(r"[a-z][a-z'-]*", text.lower()):
+            s = light_stem(w)
+            if s in subject:
+                counts[s] = counts.get(s, 0) + 1
+        if all(counts.get(s, 0) >= 2 for s in subject):
+            return True
+    return False

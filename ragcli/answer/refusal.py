@@ -246,11 +246,16 @@ def cited_cosine(answer, question: str, embedder, book_question: Optional[str] =
     they cite none). A backed answer from passages about another case ("a jacket on fire" answered
     from the chemical-burn steps; labour from lifting debris) rests on passages far from the question:
     every word is in its passage, and the passage is not about this."""
-    cited = {lab for c in answer.claims if c.support != "not_factual" for lab in c.citations}
-    texts = [s.hit.text for s in answer.sources if s.label in cited]
+    texts = cited_texts(answer)
     if not texts:
         return None
     best = float(cosines_to(question, texts, embedder).max())
     if book_question and book_question != question:  # the question as the books write it (as_books_write)
         best = max(best, float(cosines_to(book_question, texts, embedder).max()))
     return best
+
+
+def cited_texts(answer) -> list[str]:
+    """The texts of the passages the answer's factual sentences cite."""
+    cited = {lab for c in answer.claims if c.support != "not_factual" for lab in c.citations}
+    return [s.hit.text for s in answer.sources if s.label in cited]

@@ -13,7 +13,8 @@ answer is not `answered`, as a code (`--json`'s `reason`) and in words (the noti
    (cites_irrelevant);
 7. with a calibrated embedding model, an answer no nearer the question than unrelated text: no_answer
    (off_question); or one whose cited passages are all far from the question, below the calibrated
-   `cited_floor`: no_answer (far_passages).
+   `cited_floor`, unless one of them names the question's subject (book_words.names_subject): no_answer
+   (far_passages).
 Otherwise answered. A check that could not run never counts as passed evidence for `answered`: rule 6
 needs the judge to have run, and without it the other rules decide.
 """
@@ -76,6 +77,7 @@ class Evidence:
     # the best cosine of the cited passages to the question, and the calibrated floor it must reach
     cited_cosine: Optional[float] = None
     cited_floor: Optional[float] = None
+    cited_names_subject: bool = False  # a cited passage names the question's subject (book_words.names_subject)
 
 
 @dataclass
@@ -110,7 +112,8 @@ def decide(e: Evidence) -> Verdict:
         return Verdict("no_answer", Reason.CITES_IRRELEVANT)
     if e.off_question:
         return Verdict("no_answer", Reason.OFF_QUESTION)
-    if e.cited_cosine is not None and e.cited_floor is not None and e.cited_cosine < e.cited_floor:
+    if e.cited_cosine is not None and e.cited_floor is not None and e.cited_cosine < e.cited_floor \
+            and not e.cited_names_subject:
         return Verdict("no_answer", Reason.FAR_PASSAGES,
                        f"{WORDS[Reason.FAR_PASSAGES]} (their best cosine to it is "
                        f"{math.floor(e.cited_cosine * 1000) / 1000:.3f}, under {e.cited_floor:.2f})")
