@@ -113,10 +113,15 @@ def list_books(conn, ids: Optional[Sequence[str]] = None) -> list[Book]:
 
 
 def delete_book(conn, book_id: str) -> None:
-    """Delete a book and everything of it (call inside a transaction)."""
+    """Delete a book and everything of it, the kept copy of its file too when no other book was read
+    from the same bytes (call inside a transaction)."""
     vector_index.delete_book(conn, book_id)
+    row = conn.execute("SELECT file_hash FROM books WHERE id = ?", (book_id,)).fetchone()
     conn.execute("DELETE FROM passages WHERE book_id = ?", (book_id,))
     conn.execute("DELETE FROM books WHERE id = ?", (book_id,))
+    if row:  # the kept copy of its file goes with the last book read from those bytes
+        conn.execute("DELETE FROM file_copies WHERE file_hash = ? AND NOT EXISTS "
+                     "(SELECT 1 FROM books WHERE file_hash = ?)", (row[0], row[0]))
 
 
 def vectors_by_embed_hash(conn, hashes: Iterable[str]) -> dict[str, bytes]:

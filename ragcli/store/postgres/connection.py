@@ -28,6 +28,7 @@ DEFAULT_SCHEMA = "ragcli"
 MIN_PGVECTOR = (0, 8, 0)  # hnsw.iterative_scan (filtered searches that return every hit they should)
 MIN_SERVER = 130000  # GENERATED columns, websearch_to_tsquery, `CREATE ... IF NOT EXISTS` everywhere
 CONNECT_TIMEOUT_S = 10
+EF_SEARCH = 100  # HNSW candidates read per search (recall against p50: bench/performance/team_library_scale.py)
 # tables whose INSERT returns the new row's id (SQLite's lastrowid)
 ID_TABLES = frozenset({"sections", "figures", "passages", "terms", "summaries", "conversations",
                        "conversation_turns"})
@@ -306,7 +307,7 @@ def _configure(raw, schema: str) -> None:
     except ImportError as exc:
         raise CorpusError("a PostgreSQL library needs pgvector's Python package: pip install pgvector") from exc
     register_vector(raw)
-    raw.execute("SET hnsw.ef_search = 100")
+    raw.execute(f"SET hnsw.ef_search = {int(EF_SEARCH)}")
     raw.execute("SET hnsw.iterative_scan = relaxed_order")
 
 
