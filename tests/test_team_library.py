@@ -412,3 +412,162 @@ def test_serve_shares_a_pool_of_connections(pg_library, embedder):
     assert all(m == one for m in many) and len(one) == 5
     assert lib.conn()._pool.get_stats()["pool_size"] <= POOL_SIZE
     lib.conn().close()
+
+
+# -- the source files kept in the library (m010_file_copies) --------------------------------------
+
+def test_a_postgresql_library_keeps_the_file_and_shows_its_pages_without_it(pg_library, run_module, tmp_path,
+                                                                             monkeypatch):
+    """ingest keeps a copy of the file by default; `open` and `show --image` use the local file while it
+    has the same bytes, the library's copy when it is gone or changed; `copy` carries the copies."""
+    import shutil
+
+    from ragcli.store import files as file_store
+
+    book = tmp_path / "shelf" / "primer.pdf"
+    book.parent.mkdir()
+    shutil.copyfile(SAMPLE_BOOK, book)
+    monkeypatch.setenv("RAGCLI_DB", pg_library)
+    monkeypatch.setenv("RAGCLI_VIEWER", "true {file} {page}")  # a viewer that opens nothing
+
+    def run(*args, code=0):
+        res = run_module(*args, timeout=600)
+        assert res.returncode == code, (args, res.stderr)
+        return res
+
+    run("ingest", book)
+    c = backend.connect(pg_library)
+    [row] = c.execute("SELECT file_hash, name, size FROM file_copies").fetchall()
+    assert row == (store.list_books(c)[0].file_hash, "primer.pdf", SAMPLE_BOOK.stat().st_size)
+    assert file_store.copy_bytes(c, row[0])[1] == SAMPLE_BOOK.read_bytes()
+    c.close()
+    pid = json.loads(run("search", "how is an aneurysm clipped", "--json", "-k", "1").stdout)
+    pid = (pid["hits"] if isinstance(pid, dict) else pid)[0]["passage_id"]
+    assert json.loads(run("open", pid, "--json").stdout)["opened"] == str(book.resolve())  # the local file first
+    book.write_bytes(b"%PDF-1.4 not the same bytes")  # changed on disk: its pages are not the book's any more
+    opened = json.loads(run("open", pid, "--json").stdout)["opened"]
+    assert opened.endswith(f"{row[0]}.pdf") and opened != str(book.resolve())
+    book.unlink()
+    png = tmp_path / "page.png"
+    shown = json.loads(run("show", pid, "--image", png, "--json").stdout)
+    assert png.stat().st_size > 1000 and shown["image"]["found"] >= 1
+    back = tmp_path / "back.db"  # the copies travel with `copy`, and a file library uses them the same way
+    copied = json.loads(run("copy", pg_library, back, "--json").stdout)
+    assert copied["counts"]["file_copies"] == 1
+    png.unlink()
+    run("show", pid, "--image", png, "--db", back)
+    assert png.stat().st_size > 1000
+
+
+def test_no_keep_file_keeps_none_and_the_page_then_needs_the_file(pg_library, run_module, tmp_path, monkeypatch):
+    import shutil
+
+    book = tmp_path / "primer.pdf"
+    shutil.copyfile(SAMPLE_BOOK, book)
+    monkeypatch.setenv("RAGCLI_DB", pg_library)
+    assert run_module("ingest", book, "--no-keep-file", timeout=600).returncode == 0
+    c = backend.connect(pg_library)
+    assert c.execute("SELECT count(*) FROM file_copies").fetchone()[0] == 0
+    pid = c.execute("SELECT min(id) FROM passages").fetchone()[0]
+    c.close()
+    book.unlink()
+    res = run_module("show", pid, "--image", tmp_path / "p.png")
+    assert res.returncode == 3 and len(res.stderr.strip().splitlines()) == 1
+    assert "keeps no copy" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_copy_is_shared_by_books_of_the_same_bytes_and_goes_with_the_last(library, embedder):
+    """Both backends: SQLite keeps a copy only when asked (keep_file=True), PostgreSQL by default."""
+    from ragcli.ingest import pipeline as ingest
+
+    c = backend.connect(library)
+    try:
+        keep = None if backend.is_postgres(c) else True
+        assert ingest.ingest_file(c, BOOKS["malawi"], embedder, book_id="one", keep_file=keep).status == "added"
+        assert ingest.ingest_file(c, BOOKS["malawi"], embedder, book_id="two", keep_file=keep).status == "added"
+        count = "SELECT count(*) FROM file_copies"
+        assert c.execute(count).fetchone()[0] == 1
+        ingest.remove_book(c, "one")
+        assert c.execute(count).fetchone()[0] == 1
+        ingest.remove_book(c, "two")
+        assert c.execute(count).fetchone()[0] == 0
+        if not backend.is_postgres(c):  # a file library keeps none by default
+            ingest.ingest_file(c, BOOKS["malawi"], embedder, book_id="three")
+            assert c.execute(count).fetchone()[0] == 0
+    finally:
+        c.close()
+
+
+def test_a_file_over_the_size_limit_is_refused_in_one_line(pg_library, embedder, monkeypatch):
+    """The limit is lowered for the test (the real one is 256 MB): the ingest is refused before anything
+    is embedded or written, and names --no-keep-file."""
+    from ragcli.errors import UsageError
+    from ragcli.ingest import pipeline as ingest
+    from ragcli.store import files as file_store
+
+    monkeypatch.setattr(file_store, "KEEP_MAX_BYTES", 100_000)
+    c = backend.connect(pg_library)
+    try:
+        with pytest.raises(UsageError, match="--no-keep-file") as refused:
+            ingest.ingest_file(c, SAMPLE_BOOK, embedder, book_id="big")
+        assert "\n" not in str(refused.value)
+        assert store.list_books(c) == []
+    finally:
+        c.close()
+
+
+def test_a_killed_copy_leaves_the_destination_empty_and_a_second_copy_runs_whole(pg_library, embedder, tmp_path,
+                                                                               monkeypatch):
+    """`copy` is atomic: it writes the destination in one transaction. The copy is held inside that
+    transaction (its insert into `folders` waits on a row this test holds, after the books, passages,
+    vectors and file copies were written) and killed there with SIGKILL."""
+    import psycopg
+
+    from ragcli.ingest import pipeline as ingest
+    from ragcli.store import copy as library_copy
+    from ragcli.store.postgres.connection import split_address
+
+    src = tmp_path / "src.db"
+    c = backend.connect(src)
+    ingest.ingest_file(c, SAMPLE_BOOK, embedder, book_id="primer", keep_file=True)
+    with transaction(c):
+        c.execute("INSERT INTO folders(path, added_at) VALUES ('/shelf', 'now')")
+    before = library_copy.table_counts(c)
+    c.close()
+    backend.connect(pg_library).close()  # the destination library exists, empty
+    libpq, schema = split_address(pg_library)
+    holder = psycopg.connect(libpq)  # not autocommit: its transaction stays open
+    holder.execute(f'SET search_path TO "{schema}", public')
+    holder.execute("INSERT INTO folders(path, added_at) VALUES ('/shelf', 'now')")
+    proc = subprocess.Popen([sys.executable, "-m", "ragcli", "copy", str(src), pg_library], cwd=ROOT,
+                            env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watcher = psycopg.connect(libpq, autocommit=True)
+    try:
+        deadline, waiting = time.monotonic() + 300, 0
+        while time.monotonic() < deadline and proc.poll() is None:
+            waiting = watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ragcli' "
+                                      "AND wait_event_type = 'Lock' AND query ILIKE 'INSERT INTO folders%%'").fetchone()[0]
+            if waiting:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None and waiting, "the copy never reached its write of the folders"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        holder.rollback()
+        holder.close()
+    for _ in range(100):
+        if not watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ragcli'").fetchone()[0]:
+            break
+        time.sleep(0.1)
+    watcher.close()
+    dst = backend.connect(pg_library)
+    try:
+        after_kill = library_copy.table_counts(dst)
+        assert set(after_kill.values()) == {0}, after_kill
+        source = backend.connect(src, create=False)
+        library_copy.copy_library(source, dst)
+        assert library_copy.table_counts(dst) == before and before["file_copies"] == 1
+        source.close()
+    finally:
+        dst.close()

@@ -5,11 +5,17 @@
     .venv/bin/python bench/team_library_scale.py --pg ... --ingest BOOK.pdf         # ingest PG vs SQLite
 
 Vectors with real structure: the all-MiniLM-L6-v2 vectors (and texts) of every passage in the SQLite
-libraries of --dbs (the shared books), and, to reach --n, perturbed copies of them (each a real vector plus
-Gaussian noise of --noise per dimension, renormalised), spread over --books books. Queries: the FM 4-25.11
-questions embedded by the same model. Reported side by side:
+libraries of --dbs (the shared books, NFCorpus), and, to reach --n, synthetic vectors spread over --books
+books (their texts: the real texts, cycled):
+- --synth gaussian (default): drawn from a Gaussian with the real vectors' mean and covariance,
+  renormalised (the real collection's shape, no near-copies);
+- --synth perturb: each a real vector plus Gaussian noise of --noise per dimension, renormalised
+  (clusters of near-copies round each real vector: cosine about 1/sqrt(1 + 384 noise^2) to it).
+Queries: the FM 4-25.11 questions embedded by the same model. Reported side by side:
 - dense k=10 p50 of ragcli's SQLite store (sign-bit codes + float16 rescoring) and of pgvector HNSW
-  (ef_search 100, as ragcli sets it), each with recall@10 against an exact numpy scan;
+  (ef_search as ragcli sets it), each with recall@10 against an exact numpy scan; for PostgreSQL also
+  the recall against p50 curve over --ef values of hnsw.ef_search, and with --halfvec the same curve for
+  an HNSW index over the vectors cast to halfvec (half the index size);
 - a search filtered to one book: hits returned (must be k) and p50;
 - hybrid p50 (both legs and fusion, as `ragcli search` runs them);
 - the HNSW build time and the index and table sizes;
@@ -50,17 +56,33 @@ def source_rows(dbs: Path):
     return texts, np.stack(vecs).astype(np.float32)
 
 
-def make(n: int, texts, base: np.ndarray, noise: float, seed: int = 0):
+def make(n: int, texts, base: np.ndarray, noise: float, seed: int = 0, synth: str = "gaussian"):
+    """n vectors: the real ones first (in a shuffled order), then synthetic ones (see the module's doc)."""
     rng = np.random.default_rng(seed)
     pick = np.arange(n) % len(base)
     rng.shuffle(pick)
-    mat = base[pick] + (rng.normal(scale=noise, size=(n, base.shape[1])).astype(np.float32) if noise else 0)
-    mat[:len(base)] = base[pick[:len(base)]]
+    mat = np.empty((n, base.shape[1]), dtype=np.float32)
+    real = min(n, len(base))
+    order = rng.permutation(len(base))[:real]
+    mat[:real] = base[order]
+    pick[:real] = order
+    extra = n - real
+    if extra and synth == "gaussian":
+        mean = base.mean(axis=0)
+        root = np.linalg.cholesky(np.cov(base, rowvar=False) + 1e-6 * np.eye(base.shape[1]))
+        for lo in range(real, n, 100_000):
+            hi = min(n, lo + 100_000)
+            z = rng.standard_normal((hi - lo, base.shape[1])).astype(np.float32)
+            mat[lo:hi] = mean + z @ root.T.astype(np.float32)
+    elif extra:
+        for lo in range(real, n, 100_000):
+            hi = min(n, lo + 100_000)
+            mat[lo:hi] = base[pick[lo:hi]] + rng.normal(scale=noise, size=(hi - lo, base.shape[1]))
     mat /= np.linalg.norm(mat, axis=1, keepdims=True)
-    return [texts[i] for i in pick], mat.astype(np.float32)
+    return [texts[i] for i in pick], mat
 
 
-def fill(conn, texts, mat, books: int, pg: bool) -> float:
+def fill(conn, texts, mat, books: int, pg: bool, maintenance_mem: str = "1GB") -> float:
     """Rows and vectors, book by book; on PostgreSQL the HNSW index is built after the load (timed)."""
     n = len(texts)
     per = (n + books - 1) // books
@@ -87,7 +109,7 @@ def fill(conn, texts, mat, books: int, pg: bool) -> float:
     if not pg:
         return 0.0
     t = time.perf_counter()
-    conn.execute("SET maintenance_work_mem = '1GB'")
+    conn.execute(f"SET maintenance_work_mem = '{maintenance_mem}'")  # the graph built in memory
     conn.execute("CREATE INDEX passage_vec_hnsw ON passage_vec USING hnsw (embedding vector_cosine_ops) "
                  "WITH (m = 16, ef_construction = 64)")
     return time.perf_counter() - t
@@ -107,17 +129,24 @@ def scale(args) -> dict:
     embedder = embed.get_embedder()
     texts, base = source_rows(args.dbs)
     print(f"{len(base)} real passage vectors from {args.dbs}", file=sys.stderr)
-    texts, mat = make(args.n, texts, base, args.noise)
+    texts, mat = make(args.n, texts, base, args.noise, synth=args.synth)
+    parents = mat[len(base):] @ base.T if args.n > len(base) and args.n <= 200_000 else None
+    if parents is not None:
+        print(f"synthetic vectors: cosine to their nearest real vector, median "
+              f"{float(np.median(parents.max(axis=1))):.3f}", file=sys.stderr)
+        del parents
     questions = [json.loads(line)["question"] for line in open(ROOT / "bench" / "retrieval" / "fm4-25-11-questions.jsonl")]
     queries = np.asarray(embedder.embed(questions[:args.queries]), dtype=np.float32)
     exact = [set((np.argsort(-(mat @ q), kind="stable")[:10] + 1).tolist()) for q in queries]
+    print(f"{args.n} vectors, exact top 10 of {len(queries)} queries", file=sys.stderr)
     tmp = Path(tempfile.mkdtemp())
     sq = db.connect(tmp / "scale.db")
     t_sq, _ = timed(lambda: fill(sq, texts, mat, args.books, False))
-    pg = backend.connect(f"{args.pg}{'&' if '?' in args.pg else '?'}schema=bench_scale_{args.n}")
+    pg = backend.connect(f"{args.pg}{'&' if '?' in args.pg else '?'}schema=bench_scale_{args.n}_{args.synth}")
     if store.list_books(pg):
         raise SystemExit("schema bench_scale_N exists: drop it first (DROP SCHEMA ... CASCADE)")
-    t_pg_load, build = timed(lambda: fill(pg, texts, mat, args.books, True))
+    t_pg_load, build = timed(lambda: fill(pg, texts, mat, args.books, True, args.maintenance_mem))
+    print(f"postgres loaded, HNSW built in {build:.0f} s", file=sys.stderr)
     sizes = dict(pg.execute("SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON "
                             "n.oid = c.relnamespace WHERE n.nspname = ? AND c.relname IN "
                             "('passage_vec', 'passage_vec_hnsw', 'passages', 'passages_tsv')", (pg.schema,)).fetchall())
@@ -146,7 +175,46 @@ def scale(args) -> dict:
                      "filtered_p50_ms": p50(ftimes), "filtered_min_hits": min(fcounts),
                      "hybrid_p50_ms": p50(htimes)}
     out["dense_ratio_pg_over_sqlite"] = out["postgres"]["dense_p50_ms"] / out["sqlite"]["dense_p50_ms"]
+    out["ef_curve"] = ef_curve(pg, queries, exact, [int(e) for e in args.ef.split(",")], "vector",
+                               out["sqlite"]["dense_p50_ms"])
+    if args.halfvec:
+        t = time.perf_counter()
+        pg.execute(f"CREATE INDEX passage_vec_half ON passage_vec USING hnsw ((embedding::halfvec({mat.shape[1]})) "
+                   "halfvec_cosine_ops) WITH (m = 16, ef_construction = 64)")
+        out["halfvec_build_s"] = time.perf_counter() - t
+        out["sizes_mb"]["passage_vec_half"] = pg.execute(
+            "SELECT pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = ? AND c.relname = 'passage_vec_half'", (pg.schema,)).fetchone()[0] / 1e6
+        out["ef_curve_halfvec"] = ef_curve(pg, queries, exact, [int(e) for e in args.ef.split(",")], "halfvec",
+                                           out["sqlite"]["dense_p50_ms"])
+    if not args.keep:
+        pg.execute(f'DROP SCHEMA "{pg.schema}" CASCADE')
     return out
+
+
+def ef_curve(pg, queries, exact, efs, kind: str, sqlite_p50: float) -> list[dict]:
+    """recall@10 and p50 of the unfiltered dense search at each hnsw.ef_search (`kind`: the index over
+    the stored vectors, or the one over their halfvec cast)."""
+    from ragcli.store.postgres.connection import EF_SEARCH
+
+    dim = queries.shape[1]
+    sql = ("SELECT id FROM passage_vec ORDER BY embedding <=> ? LIMIT 10" if kind == "vector" else
+           f"SELECT id FROM passage_vec ORDER BY embedding::halfvec({dim}) <=> ?::halfvec({dim}) LIMIT 10")
+    rows = []
+    for ef in efs:
+        pg.execute(f"SET hnsw.ef_search = {int(ef)}")
+        pg.execute(sql, (queries[0],))  # warm
+        times, recall = [], []
+        for q, truth in zip(queries, exact):
+            dt, got = timed(lambda: pg.execute(sql, (q,)).fetchall())
+            times.append(dt)
+            recall.append(len(truth & {r[0] for r in got}) / 10)
+        rows.append({"ef_search": ef, "recall@10": float(np.mean(recall)), "p50_ms": p50(times),
+                     "ratio_to_sqlite": p50(times) / sqlite_p50})
+        print(f"  {kind} ef_search {ef}: recall@10 {rows[-1]['recall@10']:.3f}, p50 {rows[-1]['p50_ms']:.1f} ms "
+              f"({rows[-1]['ratio_to_sqlite']:.3f}x SQLite)", file=sys.stderr)
+    pg.execute(f"SET hnsw.ef_search = {int(EF_SEARCH)}")
+    return rows
 
 
 def ingest_compare(args) -> dict:
@@ -175,17 +243,24 @@ def ingest_compare(args) -> dict:
     warm = db.connect(tmp / "warm.db")
     ingest.ingest_file(warm, args.ingest, memo)  # every vector computed once, outside the timings
     times = {"sqlite": [], "postgres": []}
+    phases: dict = {"sqlite": [], "postgres": []}
     for r in range(args.rounds):
         for name in ("sqlite", "postgres"):
             target = (str(tmp / f"r{r}.db") if name == "sqlite"
                       else f"{args.pg}{'&' if '?' in args.pg else '?'}schema=bench_ingest_{r}_{int(time.time())}")
-            conn = backend.connect(target)
+            conn = backend.connect(target)  # the library made before the clock starts, on both
             dt, res = timed(lambda: ingest.ingest_file(conn, args.ingest, memo))
             assert res.status == "added"
             times[name].append(dt)
+            phases[name].append(res.timings)
+            print(f"  round {r} {name}: {dt:.2f} s ({', '.join(f'{k} {v:.2f}' for k, v in res.timings.items())})",
+                  file=sys.stderr)
+            if name == "postgres":
+                conn.execute(f'DROP SCHEMA "{conn.schema}" CASCADE')
             conn.close()
     out = {name: statistics.median(v) for name, v in times.items()}
     out["ratio"] = out["postgres"] / out["sqlite"]
+    out["store_s"] = {name: statistics.median(p["store"] for p in v) for name, v in phases.items()}
     out["passages"] = res.passages
     return out
 
@@ -197,6 +272,12 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--books", type=int, default=200)
     ap.add_argument("--noise", type=float, default=0.03, help="per-dimension noise of the perturbed copies")
+    ap.add_argument("--synth", choices=("gaussian", "perturb"), default="gaussian",
+                    help="how the vectors beyond the real ones are made")
+    ap.add_argument("--ef", default="40,100,200,400", help="hnsw.ef_search values of the recall curve")
+    ap.add_argument("--halfvec", action="store_true", help="also an HNSW index over halfvec casts, its curve")
+    ap.add_argument("--keep", action="store_true", help="keep the PostgreSQL schema (default: dropped after)")
+    ap.add_argument("--maintenance-mem", default="1GB", help="maintenance_work_mem of the HNSW build")
     ap.add_argument("--queries", type=int, default=60)
     ap.add_argument("--ingest", type=Path, help="a real book: ingest time on both backends")
     ap.add_argument("--rounds", type=int, default=3)

@@ -39,6 +39,11 @@ def ingest(
                                                    help="Processes parsing files while the previous book "
                                                    "embeds (default: one per core but one, at most 4; "
                                                    "0: parse in this process).")] = None,
+    keep_file: Annotated[Optional[bool], typer.Option("--keep-file/--no-keep-file", show_default=False,
+                                                      help="Keep a copy of each file in the library, so "
+                                                      "`show --image`, `open` and the page view work where "
+                                                      "the file is not (default: yes on PostgreSQL, no in "
+                                                      "a SQLite file; at most 256 MB a file).")] = None,
 ) -> None:
     """Add books to the corpus: PDFs (scanned pages OCR'd), e-books, DOCX, HTML, text."""
     from ragcli.ingest import pipeline as core
@@ -83,7 +88,7 @@ def ingest(
         raise typer.Exit(InputError.exit_code)
     conn = open_db(db)
     embedder = embedder_for(conn, embed_model, bulk=True)
-    opts = core.FileOptions(book_id, title, password, replace, strict, ocr, ocr_engine)
+    opts = core.FileOptions(book_id, title, password, replace, strict, ocr, ocr_engine, keep_file)
     results = []
     run_progress = RunProgress(json_out)
     with run_progress as progress_cb:

@@ -83,14 +83,17 @@ def open_cmd(passage_id: PassageArg, db: DbOpt = None, json_out: JsonOpt = False
     from ragcli.render.data import file_data, print_json
     from ragcli.render.links import file_state
 
+    from ragcli.store import files
+
     conn = open_db(db, create=False)
     hit = _passage(conn, passage_id)
-    state = file_state(hit.path)
-    if state != "ok":
+    path = files.source_file(conn, hit)  # the local file, else the library's copy of it
+    if path is None or file_state(path) != "ok":
         where = f": {hit.path}" if hit.path else ""
-        raise InputError(f"the file of book '{hit.book_id}' moved or is gone{where}; `ragcli sync FOLDER` "
-                         f"follows a moved file, `ragcli show {hit.passage_id}` prints the passage")
-    command = viewer_command(hit.path, hit.page_start)
+        raise InputError(f"the file of book '{hit.book_id}' moved or is gone{where}, and the library keeps no "
+                         f"copy of it; `ragcli sync FOLDER` follows a moved file, `ragcli show "
+                         f"{hit.passage_id}` prints the passage")
+    command = viewer_command(path, hit.page_start)
     try:
         subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True, close_fds=True)
@@ -99,7 +102,7 @@ def open_cmd(passage_id: PassageArg, db: DbOpt = None, json_out: JsonOpt = False
         raise UsageError(f"cannot start the viewer {command[0]}: {exc.strerror}{hint}") from exc
     if json_out:
         print_json({"passage_id": hit.passage_id, "book_id": hit.book_id, "page_label": hit.page_label,
-                    "page": hit.page_start, **file_data(hit), "command": command})
+                    "page": hit.page_start, **file_data(hit), "opened": path, "command": command})
         return
     note = "" if os.environ.get("RAGCLI_VIEWER") else \
         " (it may open the first page: set RAGCLI_VIEWER, e.g. 'evince -i {page} {file}', to open at the page)"
@@ -126,7 +129,7 @@ def show(passage_id: PassageArg,
     conn = open_db(db, create=False)
     hit = _passage(conn, passage_id)
     before, after = files.neighbours(conn, hit, context, context)
-    picture = _image(hit, image, quote) if image else None
+    picture = _image(conn, hit, image, quote) if image else None
     if json_out:
         data = passage_data(hit, before, after)
         if picture:
@@ -141,11 +144,12 @@ def show(passage_id: PassageArg,
              f"{'sentences' if picture.sentences != 1 else 'sentence'} highlighted")
 
 
-def _image(hit, out: str, quote: str):
+def _image(conn, hit, out: str, quote: str):
     from ragcli.ingest import page_image
-    from ragcli.render.links import file_state
+    from ragcli.store import files
 
-    if file_state(hit.path) != "ok":
-        raise InputError(f"the file of book '{hit.book_id}' moved or is gone{': ' + hit.path if hit.path else ''}; "
-                         f"--image needs it")
-    return page_image.render(hit.path, hit.page_start, hit.page_end, hit.text, Path(out).expanduser(), quote)
+    path = files.source_file(conn, hit)  # the local file, else the library's copy of it
+    if path is None:
+        raise InputError(f"the file of book '{hit.book_id}' moved or is gone{': ' + hit.path if hit.path else ''}, "
+                         f"and the library keeps no copy of it; --image needs it")
+    return page_image.render(path, hit.page_start, hit.page_end, hit.text, Path(out).expanduser(), quote)

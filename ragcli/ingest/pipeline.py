@@ -2,6 +2,7 @@
 many files (worker processes, the run's status) is ingest/run.py."""
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import time
@@ -17,6 +18,7 @@ from ragcli.ingest import chunking, ebook, ocr as ocr_mod, pdf, textdocs
 from ragcli.models.embed_factory import describe_source
 from ragcli.store import corpus as store
 from ragcli.store import files as file_store
+from ragcli.store.backend import is_postgres
 from ragcli.store.sql import transaction
 from ragcli.store.stage import EmbeddingStage
 from ragcli.ingest import vocabulary
@@ -131,6 +133,7 @@ class FileOptions:
     strict: bool = False
     ocr: str = "auto"
     ocr_engine: str = ""
+    keep_file: Optional[bool] = None  # keep a copy of the file in the library; None: on PostgreSQL only
 
 
 @dataclass
@@ -144,6 +147,7 @@ class Prepared:
     terms: list
     seconds: float
     stat: Optional[tuple[int, int]] = None  # (size, mtime_ns) before the file was read
+    read_from: Optional[Path] = None  # where its bytes were read, when not `path` (paths.opened)
 
 
 def check_name(path: Path) -> None:
@@ -181,19 +185,21 @@ def prepare(path: Path, opts: FileOptions, file_hash: Optional[str],
     _mark_ocr(passages, parsed)
     texts = [p.embed_text(parsed.title) for p in passages]
     terms = vocabulary.extract_terms(parsed)
-    return Prepared(path, parsed, passages, texts, terms, time.perf_counter() - t0, seen)
+    return Prepared(path, parsed, passages, texts, terms, time.perf_counter() - t0, seen, read_from)
 
 
 def ingest_file(conn, path: Path, embedder, *, book_id: Optional[str] = None, title: Optional[str] = None,
                 password: Optional[str] = None, replace: bool = False, strict: bool = False,
                 progress: Optional[Progress] = None, ocr: str = "auto", ocr_engine: str = "",
-                on_embedded: Optional[Callable[[int], None]] = None, read_from: Optional[Path] = None) -> IngestResult:
+                on_embedded: Optional[Callable[[int], None]] = None, read_from: Optional[Path] = None,
+                keep_file: Optional[bool] = None) -> IngestResult:
     """Parse, chunk, embed and store one file. A book that lost text while being read goes in with
     `warnings`, or with strict=True is refused (InputError, nothing written). `ocr`: auto | always |
     never; `ocr_engine`: a name of ingest.ocr.ENGINES ("" = the default). `read_from`: the path its
     bytes (hash and text) are read from, when not `path` itself (ingest/paths.opened: a descriptor
-    opened and checked once)."""
-    opts = FileOptions(book_id, title, password, replace, strict, ocr, ocr_engine)
+    opened and checked once). `keep_file`: keep a copy of the file in the library (None: on
+    PostgreSQL, not in a SQLite file)."""
+    opts = FileOptions(book_id, title, password, replace, strict, ocr, ocr_engine, keep_file)
     t0 = time.perf_counter()
     check_name(path)
     source = read_from or path
@@ -223,6 +229,7 @@ def store_prepared(conn, prep: Prepared, embedder, opts: FileOptions, progress: 
         raise UsageError(f"book id '{book_id}' already holds a different file ({existing.path}); "
                          f"use --replace to swap it, or --id NEW_ID to add this one beside it")
     store.check_embedding(conn, embedder.name)
+    kept = _file_copy(conn, prep, opts)  # read before any embedding: a refusal costs nothing
     embed_hashes = [sha256(embedder.name + "\n" + t) for t in texts]
     stage = EmbeddingStage(conn)
     vectors, reused = embed_staged(conn, embedder, texts, embed_hashes, progress, on_embedded, stage)
@@ -231,7 +238,7 @@ def store_prepared(conn, prep: Prepared, embedder, opts: FileOptions, progress: 
     t_terms = time.perf_counter()
     written = _store(conn, embedder, book_id, parsed, (passages, embed_hashes, vectors), (terms, term_vecs),
                      replace=bool(existing), file_row=(str(path.resolve()), *prep.stat) if prep.stat else None,
-                     same_id=opts.book_id)
+                     same_id=opts.book_id, kept=kept)
     if written is not None:  # another writer stored the same bytes meanwhile (a shared library)
         stage.close()
         return _unchanged(path, written, t0)
@@ -275,9 +282,11 @@ def _mark_ocr(passages, parsed: ParsedBook) -> None:
 
 
 def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term_parts, *,
-           replace: bool, file_row: Optional[tuple[str, int, int]] = None, same_id: Optional[str] = None):
+           replace: bool, file_row: Optional[tuple[str, int, int]] = None, same_id: Optional[str] = None,
+           kept: Optional[tuple[str, bytes]] = None):
     """Write the book in one transaction: all of it or nothing (an error or Ctrl-C rolls back).
-    `file_row`: (absolute path, size, mtime in ns) of the file as it was before it was read.
+    `file_row`: (absolute path, size, mtime in ns) of the file as it was before it was read; `kept`:
+    (name, bytes) of the file, to keep a copy of in the library.
     Returns None, or the book another writer stored from the same bytes while this one was reading
     (checked again under the write lock: two machines ingesting one file store it once)."""
     passages, embed_hashes, vectors = passage_parts
@@ -298,7 +307,34 @@ def _store(conn, embedder, book_id: str, parsed: ParsedBook, passage_parts, term
         store.insert_terms(conn, book_id, terms, term_vecs)
         if file_row:
             file_store.record_file(conn, file_row[0], book_id, file_row[1], file_row[2], parsed.file_hash)
+        if kept:
+            file_store.keep_copy(conn, parsed.file_hash, kept[0], kept[1])
     return None
+
+
+def _file_copy(conn, prep: Prepared, opts: FileOptions) -> Optional[tuple[str, bytes]]:
+    """(name, bytes) of the file when the library keeps a copy of it (a PostgreSQL library by default,
+    `--keep-file` / `--no-keep-file` either way), else None. The bytes must be the ones the book was
+    read from (same sha256), and at most file_store.KEEP_MAX_BYTES."""
+    keep = opts.keep_file if opts.keep_file is not None else is_postgres(conn)
+    if not keep:
+        return None
+    source = prep.read_from or prep.path
+    size = _stat(source)
+    if size is None:
+        return None  # not a regular file (a pipe): nothing to keep
+    if size[0] > file_store.KEEP_MAX_BYTES:
+        raise UsageError(f"{prep.path}: {size[0] / 2**20:.0f} MB is more than the library keeps of a file "
+                         f"({file_store.KEEP_MAX_BYTES // 2**20} MB); ingest it with --no-keep-file "
+                         f"(its pages are then shown only where the file is)")
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{prep.path}: cannot be read ({exc.strerror})") from exc
+    if hashlib.sha256(data).hexdigest() != prep.parsed.file_hash:
+        raise InputError(f"{prep.path}: changed while it was being read; not ingested (try again when it is "
+                         f"complete)")
+    return prep.path.name, data
 
 
 def _stat(path: Path) -> Optional[tuple[int, int]]:

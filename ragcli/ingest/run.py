@@ -121,7 +121,7 @@ def ingest_run(conn, files: list[Path], embedder, opts: FileOptions, *, workers:
                     result = ingest_file(conn, path, embedder, book_id=opts.book_id, title=opts.title,
                                          password=opts.password, replace=opts.replace, strict=opts.strict,
                                          progress=progress, ocr=opts.ocr, ocr_engine=opts.ocr_engine,
-                                         on_embedded=embedded)
+                                         on_embedded=embedded, keep_file=opts.keep_file)
                 except ModelError:  # the embedder is gone: every file after would fail the same way
                     raise
                 except RagcliError as exc:

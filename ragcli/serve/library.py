@@ -210,13 +210,15 @@ class Library:
         hit = corpus.fetch_hits(conn, [passage_id]).get(passage_id)
         if hit is None:
             raise NotFoundError(f"no passage with id {passage_id} (ids come from search and ask results)")
-        if not hit.path or not Path(hit.path).is_file():
+        path = files.source_file(conn, hit)  # the local file, else the library's copy of it
+        if path is None:
             raise NotFoundError(f"the file of book '{hit.book_id}' moved or is gone"
-                                f"{': ' + hit.path if hit.path else ''}; `ragcli sync FOLDER` follows a moved file")
+                                f"{': ' + hit.path if hit.path else ''}, and the library keeps no copy of it; "
+                                f"`ragcli sync FOLDER` follows a moved file")
         start, end = (hit.page_start, hit.page_end) if page is None else (page, page)
         if start < 1:
             raise UsageError(f"the page must be 1 or more, not {start}")
-        stat = Path(hit.path).stat()
+        stat = Path(path).stat()
         key = (passage_id, start, end, stat.st_mtime_ns, stat.st_size)
         with self._cache_lock:
             found = self._pages.get(key)
@@ -226,7 +228,7 @@ class Library:
         with tempfile.TemporaryDirectory(prefix="ragcli-page-") as tmp:
             out = Path(tmp) / "page.png"
             with self._render:
-                made = page_image.render(hit.path, start, end, hit.text, out)
+                made = page_image.render(path, start, end, hit.text, out)
             if page is not None and made.page != page:
                 raise NotFoundError(f"book '{hit.book_id}' has no page {page}")
             found = (out.read_bytes(), made.page)
@@ -254,16 +256,18 @@ class Library:
         parts = [{"passage_id": h.passage_id, "text": h.text, "page_label": h.page_label} for h in before + [hit] + after]
         return {"passage_id": passage_id, "book_id": hit.book_id, "book_title": hit.book_title, "format": fmt,
                 "section_path": same, "page_label": hit.page_label, "parts": parts, "at": len(before),
-                "file_status": "ok" if hit.path and Path(hit.path).is_file() else "gone"}
+                "file_status": "ok" if files.source_file(conn, hit) else "gone"}
 
     def book_file(self, passage_id: int) -> Path:
         """The file of a passage's book (the page view's link to the PDF): only a book's own file."""
-        hit = corpus.fetch_hits(self.conn(), [passage_id]).get(passage_id)
+        conn = self.conn()
+        hit = corpus.fetch_hits(conn, [passage_id]).get(passage_id)
         if hit is None:
             raise NotFoundError(f"no passage with id {passage_id} (ids come from search and ask results)")
-        if not hit.path or not Path(hit.path).is_file():
+        path = files.source_file(conn, hit)  # the local file, else the library's copy of it
+        if path is None:
             raise NotFoundError(f"the file of book '{hit.book_id}' moved or is gone")
-        return Path(hit.path)
+        return Path(path)
 
     # -- conversations ------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Copy a whole library between backends (SQLite <-> PostgreSQL, or either to itself elsewhere).
 
-Every row keeps its id and number: books, pages, sections, figures, passages, terms, files, folders,
-meta (the embedding model, calibrations, the highest deleted summary numbers), summaries and their
+Every row keeps its id and number: books, pages, sections, figures, passages, terms, files, the kept
+copies of files (one at a time: each may be large), folders, meta (the embedding model, calibrations, the highest deleted summary numbers), summaries and their
 sources, conversations, their turns and sources, and every vector (float32, as stored). The
 destination must hold no library yet; everything is written in ONE transaction on it, so a copy that
 fails or is interrupted leaves the destination as it was (atomic; run it again). The derived indexes
@@ -50,6 +50,7 @@ class CopyReport:
 
 def table_counts(conn) -> dict[str, int]:
     out = {table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table, _, _ in TABLES}
+    out["file_copies"] = conn.execute("SELECT COUNT(*) FROM file_copies").fetchone()[0]
     has = vector_index.has_vectors(conn)
     for table in ("passage_vec", "term_vec"):
         out[table] = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] if has else 0
@@ -78,6 +79,8 @@ def copy_library(src, dst, progress: Optional[Callable[[str, int], None]] = None
             report.counts[table] = n
             if table == "terms" and model:  # vectors once their rows exist (they reference them)
                 report.counts["passage_vec"], report.counts["term_vec"] = _copy_vectors(src, dst)
+            if table == "files":
+                report.counts["file_copies"] = _copy_file_copies(src, dst)
             if progress:
                 progress(table, n)
         _reset_identities(dst)
@@ -93,6 +96,17 @@ def _copy_rows(src, dst, table: str, columns: str, order: str) -> int:
         dst.executemany(insert, rows)
         total += len(rows)
     return total
+
+
+def _copy_file_copies(src, dst) -> int:
+    """The kept copies of books' files, one at a time (a copy is up to files.KEEP_MAX_BYTES)."""
+    hashes = [r[0] for r in src.execute("SELECT file_hash FROM file_copies ORDER BY file_hash")]
+    for file_hash in hashes:
+        row = src.execute("SELECT file_hash, name, size, data, stored_at FROM file_copies WHERE file_hash = ?",
+                          (file_hash,)).fetchone()
+        dst.execute("INSERT INTO file_copies(file_hash, name, size, data, stored_at) VALUES (?,?,?,?,?)",
+                    (row[0], row[1], row[2], bytes(row[3]), row[4]))
+    return len(hashes)
 
 
 def _copy_vectors(src, dst) -> tuple[int, int]:

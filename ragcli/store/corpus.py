@@ -113,10 +113,15 @@ def list_books(conn, ids: Optional[Sequence[str]] = None) -> list[Book]:
 
 
 def delete_book(conn, book_id: str) -> None:
-    """Delete a book and everything of it (call inside a transaction)."""
+    """Delete a book and everything of it, the kept copy of its file too when no other book was read
+    from the same bytes (call inside a transaction)."""
     vector_index.delete_book(conn, book_id)
+    row = conn.execute("SELECT file_hash FROM books WHERE id = ?", (book_id,)).fetchone()
     conn.execute("DELETE FROM passages WHERE book_id = ?", (book_id,))
     conn.execute("DELETE FROM books WHERE id = ?", (book_id,))
+    if row:  # the kept copy of its file goes with the last book read from those bytes
+        conn.execute("DELETE FROM file_copies WHERE file_hash = ? AND NOT EXISTS "
+                     "(SELECT 1 FROM books WHERE file_hash = ?)", (row[0], row[0]))
 
 
 def vectors_by_embed_hash(conn, hashes: Iterable[str]) -> dict[str, bytes]:
@@ -173,26 +178,32 @@ def insert_passages(conn, book_id: str, passages: list[Passage], text_hashes: li
                     embed_hashes: list[str], vectors: list[bytes]) -> None:
     import numpy as np
 
-    rowids = []
-    for p, th, eh in zip(passages, text_hashes, embed_hashes):
-        cur = conn.execute(
-            "INSERT INTO passages(book_id, ordinal, kind, figure_number, section_path, heading, page_start,"
-            " page_end, text, text_hash, embed_hash, ocr, text_kind) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (book_id, p.ordinal, p.kind, p.figure_number, json.dumps(p.section_path),
-             " › ".join(p.section_path), p.page_start, p.page_end, p.text, th, eh, p.ocr, p.text_kind))
-        rowids.append(cur.lastrowid)
+    columns = ("book_id, ordinal, kind, figure_number, section_path, heading, page_start, page_end, text,"
+               " text_hash, embed_hash, ocr, text_kind")
+    values = [(book_id, p.ordinal, p.kind, p.figure_number, json.dumps(p.section_path), " › ".join(p.section_path),
+               p.page_start, p.page_end, p.text, th, eh, p.ocr, p.text_kind)
+              for p, th, eh in zip(passages, text_hashes, embed_hashes)]
+    if _pg_search(conn):  # ids first, then every row in one pipelined exchange (not a round trip a row)
+        rowids = conn.next_ids("passages", len(values))
+        conn.executemany(f"INSERT INTO passages(id, {columns}) VALUES (?,{','.join('?' * 13)})",
+                         [(i, *v) for i, v in zip(rowids, values)])
+    else:
+        rowids = [conn.execute(f"INSERT INTO passages({columns}) VALUES ({','.join('?' * 13)})", v).lastrowid
+                  for v in values]
     if rowids:
         matrix = np.frombuffer(b"".join(vectors[:len(rowids)]), dtype=np.float32).reshape(len(rowids), -1)
         vector_index.add_vectors(conn, book_id, rowids, matrix)
 
 
 def insert_terms(conn, book_id: str, terms: list[tuple[str, str, float]], vectors: np.ndarray) -> None:
-    rows = []
-    for (term, source, weight), vec in zip(terms, vectors):
-        cur = conn.execute("INSERT INTO terms(book_id, term, source, weight) VALUES (?,?,?,?)",
-                           (book_id, term, source, weight))
-        rows.append((cur.lastrowid, book_id, vec))
-    vector_index.add_term_vectors(conn, rows)
+    if _pg_search(conn):
+        ids = conn.next_ids("terms", len(terms))
+        conn.executemany("INSERT INTO terms(id, book_id, term, source, weight) VALUES (?,?,?,?,?)",
+                         [(i, book_id, term, source, weight) for i, (term, source, weight) in zip(ids, terms)])
+    else:
+        ids = [conn.execute("INSERT INTO terms(book_id, term, source, weight) VALUES (?,?,?,?)",
+                            (book_id, term, source, weight)).lastrowid for term, source, weight in terms]
+    vector_index.add_term_vectors(conn, [(i, book_id, vec) for i, vec in zip(ids, vectors)])
 
 
 # -- retrieval -----------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Optional
 
+from ragcli.errors import CorpusError
 from ragcli.store.corpus import BOOK_FILE, now
 from ragcli.text import public_chars  # stored passages read before the ingest mapped them
 from ragcli.types import Hit
@@ -147,3 +148,103 @@ def passage_ids(conn, book_id: str) -> list[int]:
     """The text passages of a book, in order (not its figure captions)."""
     return [r[0] for r in conn.execute("SELECT id FROM passages WHERE book_id = ? AND kind = 'passage' ORDER BY ordinal",
                                        (book_id,))]
+
+
+# -- copies of source files kept in the library (migration m010_file_copies) -------------------------
+
+# The most of one file a library keeps: PostgreSQL's bytea holds up to 1 GB, and a copy is sent and
+# read in one piece, so a book's file is kept up to this size (`ingest --no-keep-file` above it).
+KEEP_MAX_BYTES = 256 * 1024 * 1024
+
+
+def keep_copy(conn, file_hash: str, name: str, data: bytes) -> None:
+    """Keep the bytes of a book's file (inside the ingest's transaction); one copy per hash."""
+    conn.execute("INSERT INTO file_copies(file_hash, name, size, data, stored_at) VALUES (?,?,?,?,?) "
+                 "ON CONFLICT(file_hash) DO NOTHING", (file_hash, name, len(data), data, now()))
+
+
+def copy_sizes(conn) -> dict[str, tuple[str, int]]:
+    """file hash -> (name, size) of every kept copy (without their bytes)."""
+    return {r[0]: (r[1], r[2]) for r in conn.execute("SELECT file_hash, name, size FROM file_copies")}
+
+
+def copy_bytes(conn, file_hash: str) -> Optional[tuple[str, bytes]]:
+    """(name, bytes) of the kept copy of a file, or None."""
+    row = conn.execute("SELECT name, data FROM file_copies WHERE file_hash = ?", (file_hash,)).fetchone()
+    return (row[0], bytes(row[1])) if row else None
+
+
+def _same_bytes(path: str, file_hash: str, row: Optional[FileRow]) -> bool:
+    """Whether the file at `path` holds the bytes of `file_hash`: its recorded size and mtime unchanged
+    (as `sync` trusts them), else its sha256."""
+    import os
+
+    from ragcli.text import file_sha256
+
+    try:
+        st = os.stat(path)
+        if row is not None and row.file_hash == file_hash and (row.size, row.mtime_ns) == (st.st_size, st.st_mtime_ns):
+            return True
+        return file_sha256(path) == file_hash
+    except OSError:
+        return False
+
+
+def source_file(conn, hit: Hit) -> Optional[str]:
+    """The file to show a passage's page from: a local file of the book with the same hash as when it
+    was read (its recorded paths), else the library's kept copy (written once to the cache folder, by
+    hash), else the book's path as it is now (a changed file, as before copies were kept), else None."""
+    import os
+
+    book = conn.execute("SELECT file_hash, path FROM books WHERE id = ?", (hit.book_id,)).fetchone()
+    if book is None:
+        return None
+    file_hash = book[0]
+    rows = {r[0]: FileRow(*r) for r in conn.execute(
+        "SELECT path, book_id, size, mtime_ns, file_hash FROM files WHERE book_id = ?", (hit.book_id,))}
+    candidates = list(dict.fromkeys([p for p in (hit.path, *book_paths(conn, hit.book_id)) if p]))
+    for path in candidates:
+        if os.path.isabs(path) and os.path.isfile(path) and _same_bytes(path, file_hash, rows.get(path)):
+            return path
+    cached = _cached_copy(conn, file_hash, book[1])
+    if cached:
+        return cached
+    return next((p for p in candidates if os.path.isabs(p) and os.path.isfile(p)), None)
+
+
+def _cached_copy(conn, file_hash: str, book_path: str) -> Optional[str]:
+    """The kept copy of `file_hash` as a file in the cache folder (files/<hash><suffix>), written the
+    first time it is asked for (to a temporary name, then renamed: readers never see half a file)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from ragcli.config import cache_dir
+
+    info = conn.execute("SELECT name, size FROM file_copies WHERE file_hash = ?", (file_hash,)).fetchone()
+    if info is None:
+        return None
+    suffix = Path(info[0] or book_path).suffix.lower()
+    if not suffix.replace(".", "").isalnum():
+        suffix = ""
+    folder = cache_dir() / "files"
+    target = folder / f"{file_hash}{suffix}"
+    if target.is_file() and target.stat().st_size == info[1]:
+        return str(target)
+    found = copy_bytes(conn, file_hash)
+    if found is None:
+        return None
+    tmp = None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".part-", dir=folder)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(found[1])
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise CorpusError(f"cannot write the library's copy of the book's file to {folder}: {exc.strerror} "
+                          f"(set RAGCLI_CACHE to a folder you may write)") from exc
+    finally:
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)
+    return str(target)

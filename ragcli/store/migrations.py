@@ -297,3 +297,19 @@ def m009_text_kind(conn) -> None:
     neighbours in reading order (store.corpus.neighbours)."""
     conn.execute("ALTER TABLE passages ADD COLUMN text_kind TEXT NOT NULL DEFAULT ''")
     conn.execute("CREATE INDEX IF NOT EXISTS passages_book_ordinal ON passages(book_id, ordinal)")
+
+
+@step
+def m010_file_copies(conn) -> None:
+    """Issue 43: a copy of a book's source file, by its hash, kept in the library (by default in a
+    PostgreSQL library, with `ingest --keep-file` in a file), so `show --image`, `open` and the page view
+    work on a machine that does not have the file. Several books of the same bytes share one copy; the
+    last book of a hash to go takes its copy with it (store.corpus.delete_book)."""
+    conn.execute("""
+        CREATE TABLE file_copies (
+            file_hash TEXT PRIMARY KEY,
+            name TEXT NOT NULL,          -- the file's name when it was kept (its suffix says its kind)
+            size INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            stored_at TEXT NOT NULL
+        )""")

@@ -28,6 +28,9 @@ DEFAULT_SCHEMA = "ragcli"
 MIN_PGVECTOR = (0, 8, 0)  # hnsw.iterative_scan (filtered searches that return every hit they should)
 MIN_SERVER = 130000  # GENERATED columns, websearch_to_tsquery, `CREATE ... IF NOT EXISTS` everywhere
 CONNECT_TIMEOUT_S = 10
+# HNSW candidates read per search: recall@10 0.973 at 100k passages (0.952 at 100, 0.992 at 400),
+# bench/performance/team_library_scale.py, D142
+EF_SEARCH = 200
 # tables whose INSERT returns the new row's id (SQLite's lastrowid)
 ID_TABLES = frozenset({"sections", "figures", "passages", "terms", "summaries", "conversations",
                        "conversation_turns"})
@@ -160,6 +163,17 @@ class PgConnection:
                 raw.cursor().executemany(_qmarks(sql), rows)
             except Exception as exc:
                 raise translate(exc, self.address) from exc
+
+    def next_ids(self, table: str, n: int) -> list[int]:
+        """n new ids of a table with an identity id, in one round trip (rows then go in with executemany,
+        pipelined, instead of one INSERT ... RETURNING each: a book's passages in one exchange)."""
+        if table not in ID_TABLES:
+            raise ValueError(f"no identity id in {table!r}")
+        if n <= 0:
+            return []
+        rows = self.execute(f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) FROM generate_series(1, ?)",
+                            (int(n),)).fetchall()
+        return sorted(r[0] for r in rows)
 
     def copy_rows(self, table: str, columns: str, types: list[str], rows) -> None:
         """Binary COPY of rows (the vectors: numpy arrays, as pgvector's adapter writes them)."""
@@ -297,8 +311,7 @@ def connect(address: str, create: bool = True, pool_size: int = 0) -> PgConnecti
 
 def _configure(raw, schema: str) -> None:
     """Every server connection: the library's schema first, numpy vectors in binary, and the search
-    settings: HNSW reads 100 candidates (recall@10 >= 0.95 on structured vectors,
-    bench/team_library_scale.py) and a filtered scan goes on through the graph until it has enough
+    settings: HNSW reads EF_SEARCH candidates and a filtered scan goes on through the graph until it has enough
     rows (pgvector >= 0.8)."""
     raw.execute(f'SET search_path TO "{schema}", public')
     try:
@@ -306,7 +319,7 @@ def _configure(raw, schema: str) -> None:
     except ImportError as exc:
         raise CorpusError("a PostgreSQL library needs pgvector's Python package: pip install pgvector") from exc
     register_vector(raw)
-    raw.execute("SET hnsw.ef_search = 100")
+    raw.execute(f"SET hnsw.ef_search = {int(EF_SEARCH)}")
     raw.execute("SET hnsw.iterative_scan = relaxed_order")
 
 
