@@ -55,7 +55,9 @@ def reused(conn, embedder, row, cal, earlier: dict) -> dict | None:
     """The earlier run's record with the checks before the model re-done, when the question reads the
     same to the cosine rules in both runs (book_words.as_books_write changes nothing): retrieval, the
     prompt and the floors' cosines are the same code on the same words, so only `missing_subject` can
-    differ. None when the record must be made afresh."""
+    differ. Valid only for a change to the missing-subject rule or the books' forms: a change to the
+    floors (the subject pass of book_words.names_subject) needs a run without --reuse. None when the
+    record must be made afresh."""
     from ragcli.answer import book_words
     from ragcli.store import corpus
 
