@@ -70,9 +70,8 @@ def isolated_env(monkeypatch, tmp_path, model_cache):
     yield
 
 
-@pytest.fixture(scope="session")
-def embedder(model_cache):
-    """The real default embedder (all-MiniLM-L6-v2), loaded once per process."""
+def default_embedder(model_cache: Path):
+    """The real default embedder (all-MiniLM-L6-v2) from the test's model cache, loaded once per process."""
     from ragcli.models import embed
 
     with pytest.MonkeyPatch.context() as mp:
@@ -80,6 +79,12 @@ def embedder(model_cache):
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.delenv("RAGCLI_EMBED_BACKEND", raising=False)
         return embed.get_embedder()
+
+
+@pytest.fixture(scope="session")
+def embedder(model_cache):
+    """The real default embedder (all-MiniLM-L6-v2), loaded once per process."""
+    return default_embedder(model_cache)
 
 
 @pytest.fixture(scope="session")
@@ -95,6 +100,21 @@ def template_db(tmp_path_factory, embedder) -> dict:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     return {"path": path, "results": results}
+
+
+@pytest.fixture(scope="session")
+def sample_db(tmp_path_factory, model_cache) -> Path:
+    """The sample book alone, ingested once for the run (real pymupdf, embeddings, sqlite-vec). Shared:
+    a test that writes to a corpus copies this file first."""
+    from ragcli.store import db
+    from ragcli.ingest import pipeline as ingest
+
+    path = tmp_path_factory.mktemp("sample") / "corpus.db"
+    conn = db.connect(path)
+    ingest.ingest_file(conn, SAMPLE_BOOK, default_embedder(model_cache))  # its own book id, as `ragcli ingest` gives it
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # copies of the file must hold everything
+    conn.close()
+    return path
 
 
 @pytest.fixture

@@ -24,9 +24,29 @@ import hashlib
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Optional
 
 COMMIT = "c0ffee" + "0" * 34
+
+
+def write_catalogue(path: Path, sha: str, name: str = "tiny", title: str = "Tiny test model", extra: str = "") -> Path:
+    """A model catalogue (RAGCLI_CATALOG, models/catalog.toml's form) whose one entry `name` is the tiny
+    model as FakeHub serves it (repository tiny-org/Tiny-GGUF, file tiny.gguf) with sha256 `sha`;
+    `extra`: more TOML after it."""
+    path.write_text(f'''[[model]]
+name = "{name}"
+title = "{title}"
+repo = "tiny-org/Tiny-GGUF"
+file = "tiny.gguf"
+revision = "main"
+sha256 = "{sha}"
+size_gb = 0.0004
+memory_gb = 0.01
+licence = "MIT"
+measured = "not measured here"
+{extra}''')
+    return path
 
 
 class FakeHub:

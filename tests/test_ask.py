@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -17,23 +16,13 @@ from ragcli.models.grammars import forced_text_grammar
 from ragcli.search.rewrite import clean_rewrite
 from ragcli.store.calibration import CITED_FLOOR
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
 LABEL = re.compile(r"\[([A-Z])\s*(\d+)\]")
 
 
 @pytest.fixture(scope="module")
-def ask_db(tmp_path_factory):
-    """The sample book ingested once for this module (real pymupdf, embeddings, sqlite-vec)."""
-    from ragcli.store import db
-    from ragcli.models import embed
-    from ragcli.ingest import pipeline as ingest
-
-    path = tmp_path_factory.mktemp("ask") / "corpus.db"
-    conn = db.connect(path)
-    ingest.ingest_file(conn, SAMPLE, embed.get_embedder())
-    conn.close()
-    return path
+def ask_db(sample_db):
+    """The sample book ingested once for the run (conftest's sample_db); every test here copies it."""
+    return sample_db
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ no book title, no running header), the context is capped, and every step before 
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,6 @@ from ragcli.answer import context, prompt
 from ragcli.models.fake import FakeChatModel
 from ragcli.types import Hit
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
 
 
 def _hit(i: int, section: str, text: str, book: str = "b") -> Hit:
@@ -91,16 +88,9 @@ def test_no_neighbour_is_looked_up_when_none_can_be_joined():
 
 
 @pytest.fixture(scope="module")
-def ask_db(tmp_path_factory):
-    from ragcli.ingest import pipeline as ingest
-    from ragcli.models import embed
-    from ragcli.store import db
-
-    path = tmp_path_factory.mktemp("first") / "corpus.db"
-    conn = db.connect(path)
-    ingest.ingest_file(conn, SAMPLE, embed.get_embedder())
-    conn.close()
-    return path
+def ask_db(sample_db):
+    """The sample book ingested once for the run (conftest's sample_db); the test copies it."""
+    return sample_db
 
 
 def test_every_step_before_the_model_is_timed_and_the_prompt_is_laid_out_once(ask_db, tmp_path):

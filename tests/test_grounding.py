@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -16,20 +15,18 @@ from ragcli.models.fake import FakeChatModel
 from ragcli.models.grammars import forced_text_grammar
 from ragcli.answer.prompt import label_sources
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf"
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def corpus(sample_db, tmp_path_factory):
+    """This module's copy of the sample book's corpus (conftest's sample_db, checkpointed: copies of the
+    file hold everything), open."""
     from ragcli.store import db
     from ragcli.models import embed
-    from ragcli.ingest import pipeline as ingest
 
     path = tmp_path_factory.mktemp("grounding") / "corpus.db"
+    shutil.copyfile(sample_db, path)
     conn = db.connect(path)
-    ingest.ingest_file(conn, SAMPLE, embed.get_embedder())
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # copies of the file must hold everything
     return path, conn, embed.get_embedder()
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hub_server import COMMIT, FakeHub
+from hub_server import COMMIT, FakeHub, write_catalogue
 from tinymodel import write_tiny_gguf
 
 REPO = "tiny-org/Tiny-GGUF"
@@ -28,22 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def tiny_bytes(tmp_path_factory) -> bytes:
     return write_tiny_gguf(tmp_path_factory.mktemp("hub") / "tiny.gguf", seed=5).read_bytes()
-
-
-def _catalog(path: Path, sha: str, extra: str = "") -> Path:
-    path.write_text(f'''[[model]]
-name = "tiny"
-title = "Tiny test model"
-repo = "{REPO}"
-file = "tiny.gguf"
-revision = "main"
-sha256 = "{sha}"
-size_gb = 0.0004
-memory_gb = 0.01
-licence = "MIT"
-measured = "not measured here"
-{extra}''')
-    return path
 
 
 HUGE = '''
@@ -67,7 +51,7 @@ def hub_env(tmp_path, tiny_bytes, monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
-    monkeypatch.setenv("RAGCLI_CATALOG", str(_catalog(tmp_path / "catalog.toml", sha, HUGE)))
+    monkeypatch.setenv("RAGCLI_CATALOG", str(write_catalogue(tmp_path / "catalog.toml", sha, extra=HUGE)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     env.pop("TRANSFORMERS_OFFLINE", None)
     return env, tmp_path / "hf" / "hub"
@@ -165,7 +149,7 @@ def test_a_wrong_sha256_is_refused_and_nothing_is_left(hub_env, tiny_bytes, tmp_
     env, cache = hub_env
     # the catalogue's checksum is not the file's: the Hub says so before any byte is sent
     wrong = "0" * 64
-    env_wrong = dict(env, RAGCLI_CATALOG=str(_catalog(tmp_path / "wrong.toml", wrong)))
+    env_wrong = dict(env, RAGCLI_CATALOG=str(write_catalogue(tmp_path / "wrong.toml", wrong)))
     with FakeHub({"tiny.gguf": tiny_bytes}) as hub:
         res = _pull(env_wrong, hub.url, "tiny")
     assert res.returncode == 7 and "the catalogue says" in _one_line(res.stderr)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from hub_server import FakeHub
+from hub_server import FakeHub, write_catalogue
 from tinymodel import write_tiny_gguf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,22 +60,6 @@ def _run(env, line: str, timeout=600) -> subprocess.CompletedProcess:
                           cwd=ROOT, timeout=timeout)
 
 
-def _catalogue(path: Path, name: str, sha: str) -> Path:
-    path.write_text(f'''[[model]]
-name = "{name}"
-title = "the tiny test model in place of {name}"
-repo = "tiny-org/Tiny-GGUF"
-file = "tiny.gguf"
-revision = "main"
-sha256 = "{sha}"
-size_gb = 0.0004
-memory_gb = 0.01
-licence = "MIT"
-measured = "not measured here"
-''')
-    return path
-
-
 def test_the_readmes_first_session_runs_as_written(tmp_path):
     from ragcli.models.grammars import forced_text_grammar
 
@@ -87,8 +71,8 @@ def test_the_readmes_first_session_runs_as_written(tmp_path):
     tiny = write_tiny_gguf(tmp_path / "tiny.gguf", seed=7).read_bytes()
     grammar = tmp_path / "forced.gbnf"
     grammar.write_text(forced_text_grammar(FORCED))
-    env = _env(tmp_path, RAGCLI_CATALOG=str(_catalogue(tmp_path / "catalog.toml", name,
-                                                       hashlib.sha256(tiny).hexdigest())))
+    env = _env(tmp_path, RAGCLI_CATALOG=str(write_catalogue(tmp_path / "catalog.toml", hashlib.sha256(tiny).hexdigest(), name,
+                                                            f"the tiny test model in place of {name}")))
     config = Path(env["HOME"]) / ".config" / "ragcli" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text(f'[model]\ngrammar_file = {json.dumps(str(grammar))}\nn_ctx = 2048\n')
@@ -161,7 +145,7 @@ def test_a_model_pulled_by_url_is_used_and_made_default_by_its_name(tmp_path, co
     """A Hugging Face file URL on 127.0.0.1 (the Hub's own form; the hub server is also HF_ENDPOINT):
     the pulled file is `tiny-url` by name, for --model and for models default, with a default already set."""
     tiny = write_tiny_gguf(tmp_path / "tiny-url.gguf", seed=10).read_bytes()
-    env = _env(tmp_path, RAGCLI_DB=str(corpus_db), RAGCLI_CATALOG=str(_catalogue(tmp_path / "c.toml", "x", "0" * 64)))
+    env = _env(tmp_path, RAGCLI_DB=str(corpus_db), RAGCLI_CATALOG=str(write_catalogue(tmp_path / "c.toml", "0" * 64, "x", "the tiny test model in place of x")))
     other = write_tiny_gguf(tmp_path / "mine.gguf", seed=11)
     assert _run(env, f"ragcli models add {other} --name mine").returncode == 0  # the default: mine
     with FakeHub({"tiny-url.gguf": tiny}) as hub:

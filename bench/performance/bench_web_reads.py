@@ -14,10 +14,8 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -26,18 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench" / "performance"))
 
-from serve_helpers import Server, server_env  # noqa: E402
-
-NOUNS = ("bone flap", "dressing", "drain", "wound edge", "suture line", "scalp", "bandage", "pressure",
-         "skin clip", "head wrap", "swelling", "incision", "gauze")
-VERBS = ("is lifted", "stays dry", "is checked", "is cleaned", "is kept cool", "is covered", "is watched",
-         "is padded", "is raised", "is taped", "is marked")
-WHEN = ("at night", "each morning", "after meals", "before rounds", "on the ward", "in theatre", "at home",
-        "during transport", "while asleep", "before discharge")
-# about 5,000 tokens of the tiny model's byte-level vocabulary, no sentence twice (a repeated one is a
-# loop, and ragcli stops a looping generation)
-LONG = " ".join(f"The {NOUNS[i % 13]} {VERBS[(i * 7) % 11]} {WHEN[(i * 3) % 10]} [S1]." for i in range(110))
-
+from serve_helpers import LONG  # noqa: E402
+from web_common import forced_server  # noqa: E402
 
 def get(port: int, path: str) -> tuple[int, float]:
     t = time.perf_counter()
@@ -88,20 +76,9 @@ def main() -> None:
     ap.add_argument("--cache", default=None, help="RAGCLI_CACHE (the exported embedding model)")
     args = ap.parse_args()
 
-    from bench_web_stream import corpus
-    from ragcli.models.grammars import forced_text_grammar
-    from tinymodel import write_tiny_gguf
-
-    work = Path(tempfile.mkdtemp(prefix="web-reads-"))
-    cache = Path(args.cache) if args.cache else Path(tempfile.gettempdir()) / "ragcli-bench-cache"
-    env = server_env(cache, work / "home")
-    os.environ.update({k: env[k] for k in ("RAGCLI_CACHE", "HF_HUB_OFFLINE", "XDG_CONFIG_HOME")})
-    db = corpus(args.db, work)
-    model = write_tiny_gguf(work / "tiny.gguf", context=8192)  # room for a long answer
-    grammar = work / "long.gbnf"
-    grammar.write_text(forced_text_grammar(LONG))
-    server = Server(["--db", db, "--model", model, "--ctx", "8192", "--max-tokens", "5600", "--threads", "1",
-                     "--parallel", "1", "--grammar-file", grammar], env, work / "serve.log")
+    server = forced_server("web-reads-", args.db, args.cache, LONG,
+                           ["--ctx", "8192", "--max-tokens", "5600", "--threads", "1", "--parallel", "1"],
+                           context=8192)  # room for a long answer
     port = server.port
     try:
         first = {}

@@ -14,17 +14,15 @@ chromedriver (apt-get install chromium chromium-driver) and selenium. Traffic go
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from serve_helpers import Server, server_env  # noqa: E402
+from web_common import forced_server  # noqa: E402
 
 FORCED = "The bone flap is lifted [S1]. The artery is clipped at its neck [S2]. Edema follows the operation [S1]."
 QUESTION = "what happens after a craniotomy?"  # its prompt holds S1 and S2
@@ -75,21 +73,6 @@ fetch('/v1/chat/completions', {method: 'POST', headers: {'Content-Type': 'applic
 """
 
 
-def corpus(db: Path | None, work: Path) -> Path:
-    target = work / "corpus.db"
-    if db:
-        shutil.copyfile(db, target)
-        return target
-    from ragcli.ingest import pipeline
-    from ragcli.models import embed
-    from ragcli.store import db as store
-
-    conn = store.connect(target)
-    pipeline.ingest_file(conn, ROOT / "corpus" / "cerebrovascular-neurosurgery-primer.pdf", embed.get_embedder())
-    conn.close()
-    return target
-
-
 def browser():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -104,27 +87,14 @@ def browser():
 
 
 def main() -> None:
-    import os
-
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", type=Path)
     ap.add_argument("--n", type=int, default=10)
     ap.add_argument("--cache", default=None, help="RAGCLI_CACHE (the exported embedding model)")
     args = ap.parse_args()
 
-    from ragcli.models.grammars import forced_text_grammar
-    from tinymodel import write_tiny_gguf
-
-    work = Path(tempfile.mkdtemp(prefix="web-stream-"))
-    cache = Path(args.cache) if args.cache else Path(tempfile.gettempdir()) / "ragcli-bench-cache"
-    env = server_env(cache, work / "home")
-    os.environ.update({k: env[k] for k in ("RAGCLI_CACHE", "HF_HUB_OFFLINE", "XDG_CONFIG_HOME")})
-    db = corpus(args.db, work)
-    model = write_tiny_gguf(work / "tiny.gguf")
-    grammar = work / "forced.gbnf"
-    grammar.write_text(forced_text_grammar(FORCED))
-    server = Server(["--db", db, "--model", model, "--ctx", "2048", "--max-tokens", "160", "--threads", "2",
-                     "--grammar-file", grammar], env, work / "serve.log")
+    server = forced_server("web-stream-", args.db, args.cache, FORCED,
+                           ["--ctx", "2048", "--max-tokens", "160", "--threads", "2"])
     driver = browser()
     try:
         driver.get(server.url + "/")

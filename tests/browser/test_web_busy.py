@@ -15,17 +15,7 @@ import time
 import pytest
 
 from browser.test_web_page import fetch, open_page, wait_for
-from serve_helpers import Server, server_env
-
-NOUNS = ("bone flap", "dressing", "drain", "wound edge", "suture line", "scalp", "bandage", "pressure",
-         "skin clip", "head wrap", "swelling", "incision", "gauze")
-VERBS = ("is lifted", "stays dry", "is checked", "is cleaned", "is kept cool", "is covered", "is watched",
-         "is padded", "is raised", "is taped", "is marked")
-WHEN = ("at night", "each morning", "after meals", "before rounds", "on the ward", "in theatre", "at home",
-        "during transport", "while asleep", "before discharge")
-# about 5,000 tokens of the tiny model's byte-level vocabulary, no sentence twice (a repeated one is a
-# loop, and ragcli stops a looping generation)
-LONG = " ".join(f"The {NOUNS[i % 13]} {VERBS[(i * 7) % 11]} {WHEN[(i * 3) % 10]} [S1]." for i in range(110))
+from serve_helpers import LONG, Server, server_env
 
 
 @pytest.fixture(scope="module")
