@@ -28,9 +28,9 @@ DEFAULT_SCHEMA = "ragcli"
 MIN_PGVECTOR = (0, 8, 0)  # hnsw.iterative_scan (filtered searches that return every hit they should)
 MIN_SERVER = 130000  # GENERATED columns, websearch_to_tsquery, `CREATE ... IF NOT EXISTS` everywhere
 CONNECT_TIMEOUT_S = 10
-# HNSW candidates read per search: recall@10 0.973 at 100k passages (0.952 at 100, 0.992 at 400),
-# bench/performance/team_library_scale.py, D142
-EF_SEARCH = 200
+# HNSW candidates read per search: recall@10 0.992 at 100k passages and 0.972 at 300k (0.942 with 200
+# there), at 0.10x / 0.16x SQLite's p50: bench/performance/team_library_scale.py, D142
+EF_SEARCH = 400
 # tables whose INSERT returns the new row's id (SQLite's lastrowid)
 ID_TABLES = frozenset({"sections", "figures", "passages", "terms", "summaries", "conversations",
                        "conversation_turns"})
