@@ -256,7 +256,10 @@ def page_of(source: Source, sentence: str) -> tuple[str, int]:
 # over all of them, sentences with SELECT_AROUND either side while their text stays within SELECT_TOKENS
 # (estimated; None: the SELECT_TOP nearest of each passage); in reading order, a gap marked GAP. A
 # sentence a better block already gives is left out. The stored passage, which claims are checked
-# against, is unchanged.
+# against, is unchanged. Off (decision D151): with it (2 whole, 1 nearest, 1 either side) the user message
+# was 0.72x the plain prompt's on FM (0.67x with prompt.SHORT_HEADERS; ATP 0.70x), but the 1.5B lost FM
+# lay-05 and lay-18, correct on main, each to a neighbouring step of the same procedure;
+# `bench/answers/answer_variants.py` `select-w2t1a1[-short]` runs it.
 SELECT = False
 SELECT_WHOLE = 2
 SELECT_TOP = 1
