@@ -258,7 +258,7 @@ def page_of(source: Source, sentence: str) -> tuple[str, int]:
 # sentence a better block already gives is left out. The stored passage, which claims are checked
 # against, is unchanged. Off (decision D151): with it (2 whole, 1 nearest, 1 either side) the user message
 # was 0.72x the plain prompt's on FM (0.67x with prompt.SHORT_HEADERS; ATP 0.70x), but the 1.5B lost FM
-# lay-05 and lay-18, correct on main, each to a neighbouring step of the same procedure;
+# lay-05, lay-18 and CERT cert-01, -02, -05, correct on main (CERT: 0.77x the tokens);
 # `bench/answers/answer_variants.py` `select-w2t1a1[-short]` runs it.
 SELECT = False
 SELECT_WHOLE = 2
