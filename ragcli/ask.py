@@ -123,6 +123,8 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     cal = calibrations.for_corpus(conn)
     # tokens estimated, not the model's: the same blocks (and labels) whichever model answers, or none
     blocks, rest = context.build(result.hits, lambda h: _adjacent(conn, h))
+    if model is not None and context.SELECT:  # the prompt's copy: the sentences the question needs (D151)
+        blocks = context.select(blocks, question, embedder)
     timings = dict(result.timings, context=time.perf_counter() - t)
     run = Run(conn, embedder, question, model, opts, result, blocks + rest, cal, blocks,
               on_text, on_progress, phase, timings, started=started)

@@ -144,6 +144,9 @@ class Source:
     relevance: Optional[float] = None  # the chat model's P(yes) that it answers the question (answer/relevance.py)
     # a context block (answer/context.py): the book passages it holds, in reading order ([]: the hit alone)
     passages: list[Hit] = field(default_factory=list)
+    # the text the answer prompt gives (answer/context.select: the sentences nearest the question); None:
+    # the hit's text. Claims are checked against the hit's text, never this.
+    shown: Optional[str] = None
 
 
 @dataclass

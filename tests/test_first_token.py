@@ -127,3 +127,35 @@ def test_by_default_each_passage_keeps_its_section_and_page_as_before():
     hits = [_hit(0, "FROSTBITE", "Warm the frostbitten part slowly in water of 100 to 105 degrees.")]
     user = _user(hits)
     assert "[S1] FROSTBITE, p. " in user
+
+
+def test_the_prompt_gives_the_sentences_nearest_the_question_and_claims_read_the_whole_passage():
+    from ragcli.models import embed
+
+    best = _hit(0, "FROSTBITE", "Warm the frostbitten part slowly in water of 100 to 105 degrees. Do not rub it.")
+    other = _hit(1, "COLD INJURIES", (
+        "Teams should carry radios on every search. The radio check is made each hour. "
+        "Never rub a frostbitten hand with snow, it damages the skin. Cover the hand with dry cloth. "
+        "Vehicles are parked facing out. Fuel is kept in a separate shed. Keys stay with the team leader. "
+        "Warm the frostbitten part slowly in water of 100 to 105 degrees."))
+    blocks = prompt.label_sources([best, other])
+    chosen = context.select(blocks, "How do I warm a frostbitten hand?", embed.get_embedder(),
+                            whole=1, top=1, around=1)
+    assert chosen[0].shown is None  # the best block whole
+    shown = chosen[1].shown
+    assert "Never rub a frostbitten hand with snow" in shown and "Keys stay with the team leader" not in shown
+    assert shown.count(context.GAP) >= 1
+    assert "100 to 105" not in shown  # the better block already gives that sentence
+    assert chosen[1].hit.text == other.text  # the stored passage, which claims are checked against, is whole
+    user = prompt.build("How do I warm a frostbitten hand?", chosen, lambda t: len(t.split()),
+                        10_000).messages[-1]["content"]
+    assert shown in user and "Fuel is kept" not in user and "Do not rub it." in user
+
+
+def test_nothing_is_left_out_of_a_passage_whose_every_sentence_is_kept():
+    from ragcli.models import embed
+
+    blocks = prompt.label_sources([_hit(0, "A", "One sentence here."),
+                                   _hit(1, "B", "Warm the hand slowly. Then cover it.")])
+    chosen = context.select(blocks, "How do I warm a hand?", embed.get_embedder(), whole=0, top=2, around=1)
+    assert [s.shown for s in chosen] == [None, None]

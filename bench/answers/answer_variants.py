@@ -226,10 +226,21 @@ def apply(name: str) -> Variant:
     all, J neighbours a side (default: context.MAX_NEIGHBOURS; 0: the hits alone, no joining; J >= 1
     grows a block to D86's 260 tokens): `context-700-5-1` is D86's blocks;
     `context-T-N-best-first`: the same, listed best first. `passages-6`: the context before blocks
-    (every hit its own passage, the first 6, prompt.ANSWER_SOURCES)."""
+    (every hit its own passage, the first 6, prompt.ANSWER_SOURCES). `select-off`: every passage whole
+    in the prompt; `select-wWtTaA[bB][-short]`: answer/context.select's limits (bench/answers/first_token_select.py),
+    `-short` with prompt.SHORT_HEADERS."""
     global _original_build
     from ragcli.answer import context, prompt
 
+    sel = re.fullmatch(r"select-(?:off|w(\d+)t(\d+)a(\d+)(?:b(\d+))?)(-short)?", name)
+    if sel:  # the sentence selection (D151): `select-off`, or its limits; `-short`: prompt.SHORT_HEADERS
+        w, t, a, b, short = sel.groups()
+        context.SELECT = w is not None
+        if w is not None:
+            context.SELECT_WHOLE, context.SELECT_TOP, context.SELECT_AROUND = int(w), int(t), int(a)
+            context.SELECT_TOKENS = int(b) if b else None
+        prompt.SHORT_HEADERS = bool(short)
+        return Variant(system=prompt.ANSWER_SYSTEM, passages=context.MAX_BLOCKS, example=True)
     ctx = re.fullmatch(r"context-(\d+)-(\d+)(?:-(\d+))?(-best-first)?", name)
     if ctx:
         context.CONTEXT_TOKENS, context.MAX_BLOCKS = int(ctx.group(1)), int(ctx.group(2))

@@ -288,6 +288,8 @@ def main() -> int:
     ap.add_argument("--offset", type=int, default=0, help="with --every: start at this row")
     ap.add_argument("--ids")
     ap.add_argument("--set", choices=("answerable", "unanswerable"))
+    ap.add_argument("--alternate", action="store_true", help="with --baseline: the plain prompt first on every "
+                    "other question (by default ragcli's ask runs first on each)")
     ap.add_argument("--variant", help="prompt variant (bench/answers/answer_variants.py) instead of ragcli's own")
     ap.add_argument("--no-expand", action="store_true")
     ap.add_argument("--rewrite", action="store_true", help="ask with the model rewrite of the question (ask --rewrite)")
@@ -336,16 +338,20 @@ def main() -> int:
                           rewrite=args.rewrite)
     out = open(args.out, "w", encoding="utf-8") if args.out else None
     records = []
-    for q in load_questions(args):
+    for n, q in enumerate(load_questions(args)):
         if oracle is not None:
             oracle["pages"] = q.get("pages") or []
-        memo = embed.MemoEmbedder(embedder)
-        answer, rec = run_ragcli(conn, memo, model, q["question"], opts)
         row = {"id": q["id"], "question": q["question"], "answerable": q["answerable"],
-               "key_phrases": q.get("key_phrases", []), "ragcli": rec}
-        rec["key_hits"] = (phrase_hits(rec["answer"], row["key_phrases"], q["question"])
-                           if rec["status"] not in REFUSED else [])
-        if args.baseline and model is not None:
+               "key_phrases": q.get("key_phrases", [])}
+
+        def ragcli_run() -> None:
+            answer, rec = run_ragcli(conn, embed.MemoEmbedder(embedder), model, q["question"], opts)
+            rec["key_hits"] = (phrase_hits(rec["answer"], row["key_phrases"], q["question"])
+                               if rec["status"] not in REFUSED else [])
+            row["ragcli"] = rec
+
+        def baseline_run() -> None:
+            memo = embed.MemoEmbedder(embedder)  # each system embeds its own question and sentences
             t0 = time.perf_counter()
             found = retrieved(conn, memo, None, q["question"], opts)
             b = run_baseline(model, memo, q["question"], found, args.max_tokens)
@@ -355,6 +361,12 @@ def main() -> int:
             b["key_hits"] = (phrase_hits(b["answer"], row["key_phrases"], q["question"])
                              if b["status"] not in REFUSED else [])
             row["baseline"] = b
+
+        runs = [ragcli_run] + ([baseline_run] if args.baseline and model is not None else [])
+        if args.alternate and n % 2:
+            runs.reverse()  # the plain prompt first on every other question: what runs second is not favoured
+        for go in runs:
+            go()
         records.append(row)
         if out:
             out.write(json.dumps(row) + "\n")

@@ -20,6 +20,7 @@ import re
 from dataclasses import replace
 from typing import Callable, Optional
 
+from ragcli.text import sentences
 from ragcli.types import Hit, Source
 
 # Chosen by the 1.5B's answers read on FM and checked on CERT (decision D102): the ranked passages, each
@@ -246,3 +247,92 @@ def page_of(source: Source, sentence: str) -> tuple[str, int]:
         if words and words in " ".join(_words(h.text)):
             return h.page_label, h.page_start
     return source.hit.page_label, source.hit.page_start
+
+
+
+# The prompt's copy of each passage cut to what the question needs (decision D151): the best SELECT_WHOLE
+# blocks whole; in each of the others its sentence nearest the question (cosine of the embedding model's
+# vectors: the same sentences and vectors the claim check reads after the answer), then, nearest first
+# over all of them, sentences with SELECT_AROUND either side while their text stays within SELECT_TOKENS
+# (estimated; None: the SELECT_TOP nearest of each passage); in reading order, a gap marked GAP. A
+# sentence a better block already gives is left out. The stored passage, which claims are checked
+# against, is unchanged. Off (decision D151): with it (2 whole, 1 nearest, 1 either side) the user message
+# was 0.72x the plain prompt's on FM (0.67x with prompt.SHORT_HEADERS; ATP 0.70x), but the 1.5B lost FM
+# lay-05, lay-18 and CERT cert-01, -02, -05, correct on main (CERT: 0.77x the tokens);
+# `bench/answers/answer_variants.py` `select-w2t1a1[-short]` runs it.
+SELECT = False
+SELECT_WHOLE = 2
+SELECT_TOP = 1
+SELECT_AROUND = 1
+SELECT_TOKENS: Optional[int] = None
+GAP = "…"
+
+
+def select(blocks: list[Source], question: str, embedder, whole: Optional[int] = None, top: Optional[int] = None,
+           around: Optional[int] = None, tokens: Optional[int] = -1) -> list[Source]:
+    """`blocks` with `shown` set to the sentences of each that the prompt gives (module limits unless
+    given; `tokens` None: no shared budget). A figure, and a passage with nothing to leave out, keeps
+    `shown` None (its whole text)."""
+    whole = SELECT_WHOLE if whole is None else whole
+    top = SELECT_TOP if top is None else top
+    around = SELECT_AROUND if around is None else around
+    tokens = SELECT_TOKENS if tokens == -1 else tokens
+    split = {b.label: sentences(b.hit.text) for b in blocks if b.hit.kind == "passage"}
+    cut = [b.label for i, b in enumerate(blocks) if i >= whole and b.label in split]
+    todo = list(dict.fromkeys(s for label in cut for s in split[label]))
+    if not todo:
+        return blocks
+    vecs = embedder.embed([question] + todo)
+    near = {s: float(v @ vecs[0]) for s, v in zip(todo, vecs[1:])}
+    keys = {label: [" ".join(_words(s)) for s in ss] for label, ss in split.items()}
+    seen: set[str] = set()
+    for i, b in enumerate(blocks):
+        if i < whole and b.label in keys:
+            seen.update(keys[b.label])
+    keep: dict[str, set[int]] = {}
+    for label in cut:  # a sentence a better block gives is not given again
+        fresh = [j for j, k in enumerate(keys[label]) if k not in seen]
+        seen.update(keys[label][j] for j in fresh)
+        keep[label] = set()
+        keys[label] = [k if j in fresh else None for j, k in enumerate(keys[label])]
+
+    def add(label: str, j: int) -> None:
+        keep[label] |= {n for n in range(j - around, j + around + 1)
+                        if 0 <= n < len(split[label]) and keys[label][n] is not None}
+
+    ranked = {label: sorted((j for j, k in enumerate(keys[label]) if k is not None),
+                            key=lambda j, ss=split[label]: -near[ss[j]]) for label in cut}
+    if tokens is None:
+        for label in cut:
+            for j in ranked[label][:top]:
+                add(label, j)
+    else:
+        for label in cut:
+            keep[label] |= set(ranked[label][:1])
+        size = lambda: sum(estimate_tokens(split[lab][j]) for lab in cut for j in keep[lab])  # noqa: E731
+        for _, label, j in sorted(((near[split[lab][j]], lab, j) for lab in cut for j in ranked[lab]),
+                                   key=lambda t: -t[0]):
+            before = set(keep[label])
+            add(label, j)
+            if size() > tokens:
+                keep[label] = before
+                break
+    out = []
+    for b in blocks:
+        if b.label not in keep:
+            out.append(b)
+            continue
+        ss, chosen = split[b.label], sorted(keep[b.label])
+        if len(chosen) == len(ss):
+            out.append(b)
+            continue
+        parts, last = [], -1
+        for j in chosen:
+            if j != last + 1:
+                parts.append(GAP)
+            parts.append(ss[j])
+            last = j
+        if last != len(ss) - 1:
+            parts.append(GAP)
+        out.append(replace(b, shown=" ".join(parts)))
+    return out

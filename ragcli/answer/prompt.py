@@ -83,7 +83,9 @@ def source_block(source: Source, text: str | None = None, header=None) -> str:
     """A passage as the model sees it: its label header (`header(source)`, `source_header` unless
     given), then its text with the book's own citation-like marks made inert ("[3]" -> "⟨3⟩":
     citations.neutralise), so only labels are labels."""
-    body = neutralise(source.hit.text if text is None else text)
+    if text is None:  # the sentences context.select kept, else the whole passage
+        text = source.hit.text if source.shown is None else source.shown
+    body = neutralise(text)
     if source.hit.kind == "figure":
         caption = re.sub(r"^\W*(?:figure|fig\.?)\s*\S+\s*", "", body, flags=re.I)
         return f"{(header or source_header)(source)}: {caption}"
@@ -176,7 +178,8 @@ def build(question: str, sources: list[Source], count_tokens: Callable[[str], in
             return source_block(source, text)
         if not SHORT_HEADERS:
             return source_block(source, text, header=answer_header)
-        return source_block(source, without_running_heads(source.hit, source.hit.text if text is None else text),
+        own = source.hit.text if source.shown is None else source.shown
+        return source_block(source, without_running_heads(source.hit, own if text is None else text),
                             header=lambda s: passage_header(s, title))
 
     def blocks_of(sources: list[Source]) -> list[str]:
