@@ -11,9 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from ragcli.answer import grounding, support
 from ragcli.answer.swaps import swapped_words
+from ragcli.render import answers
 from ragcli.text import sentences
 from ragcli.types import Hit, Source
 
@@ -63,6 +65,13 @@ def test_the_claim_says_why_it_is_not_ticked(embedder, monkeypatch):
     assert claims[0].why == "the book says tourniquet, the answer says stick"
     right = grounding.score(pair["passage"] + " [S1]", [Source(label="S1", hit=hit)], embedder)
     assert right[0].support == "supported" and right[0].why is None
+    # the terminal's --evidence shows the reason under the quote; without --evidence the tick alone
+    console = Console(record=True, width=200, color_system=None)
+    answers.print_claims(console, claims, evidence=True)
+    assert "↳ the book says tourniquet, the answer says stick" in console.export_text()
+    console = Console(record=True, width=200, color_system=None)
+    answers.print_claims(console, claims, evidence=False)
+    assert "the answer says stick" not in console.export_text()
 
 
 def test_numbers_and_a_lists_step_number_are_aligned():

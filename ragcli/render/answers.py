@@ -135,6 +135,8 @@ def print_claims(console, claims, evidence: bool, quoted: bool = False) -> None:
         if evidence and c.evidence:
             e = c.evidence
             console.print(f"    [dim]↳ [{e.label}] p. {e.page_label}: “{_escape(e.quote)}”[/]", highlight=False)
+        if evidence and getattr(c, "why", None):  # a swapped word: the reason the tick was withheld
+            console.print(f"    [dim]↳ {_escape(c.why)}[/]", highlight=False)
         note = label_note(c)
         run = run + 1 if note else 0
         if note and (i + 1 == len(claims) or label_note(claims[i + 1]) != note):
