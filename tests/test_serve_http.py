@@ -10,6 +10,7 @@ import http.client
 import json
 import re
 import shutil
+import socket
 import threading
 import time
 from pathlib import Path
@@ -233,6 +234,20 @@ def test_serve_refuses_a_public_bind_without_a_key_before_loading_anything(run_m
     result = run_module("serve", "--host", "0.0.0.0", "--db", tmp_path / "none.db", timeout=60)
     assert result.returncode == 2
     assert "needs an API key" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_port_another_process_holds_is_one_line_and_exit_2(run_module, template_db, tmp_path):
+    db = tmp_path / "corpus.db"
+    shutil.copyfile(template_db["path"], db)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = run_module("--db", db, "serve", "--port", port, "--model", "none", timeout=120)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot listen on 127.0.0.1:{port}" in lines[0] and "--port" in lines[0]
+    assert "http://" not in result.stderr  # nothing announced before the refusal
 
 
 def test_api_key_is_required_and_never_logged(template_db, model_cache, tmp_path):

@@ -245,6 +245,7 @@ def run(app_: typer.Typer) -> None:
                    f"({sys.getfilesystemencoding()}): give the words as UTF-8"))
         sys.exit(UsageError.exit_code)
     from typer._click import exceptions as click_errors
+    from typer.exceptions import Abort  # typer's click carries no Abort of its own
 
     try:
         code = app_(prog_name="ragcli", standalone_mode=False)
@@ -258,7 +259,7 @@ def run(app_: typer.Typer) -> None:
     except click_errors.ClickException as exc:
         err(escape(exc.format_message()))
         sys.exit(exc.exit_code)
-    except click_errors.Abort:
+    except Abort:
         err("aborted")
         sys.exit(1)
     except KeyboardInterrupt:

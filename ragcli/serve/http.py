@@ -46,6 +46,22 @@ def check_bind(host: str, api_key: Optional[str]) -> None:
                          f"(--api-key KEY works too, but other users of the machine see it in `ps`)")
 
 
+def listening_socket(bare: str, port: int, shown: str):
+    """The server's socket, bound before anything is announced: a port another process holds is a
+    one-line refusal (exit 2), not uvicorn's log line after the address was already printed."""
+    import socket
+
+    sock = socket.socket(socket.AF_INET6 if ":" in bare else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((bare, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {shown}:{port}: {exc.strerror or exc} (another server may hold "
+                         f"the port: choose another with --port)") from None
+    return sock
+
+
 def create_app(library: Library, api_key: Optional[str] = None, parallel: int = 1, waiting: int = 8,
                host: str = "127.0.0.1", allowed: Sequence[str] = (), port: Optional[int] = None):
     """The ASGI application (no socket: `run` serves it), every route behind serve/guard.py's Guard
@@ -104,10 +120,11 @@ def run(library: Library, host: str, port: int, api_key: Optional[str], parallel
     bare = host.strip("[]")  # `[::1]` as a URL writes it; uvicorn binds the bare address
     app = create_app(library, api_key, parallel, waiting, host=bare, allowed=allowed, port=port)
     shown = f"[{bare}]" if ":" in bare else bare
+    sock = listening_socket(bare, port, shown)
     log(f"http://{shown}:{port}/ (the page), http://{shown}:{port}/v1 (OpenAI-compatible), "
         f"model {library.model_name or 'none (extractive answers)'}, {parallel} at once, {waiting} queued, "
         f"{'API key required' if api_key else 'no API key (loopback only)'}")
     config = uvicorn.Config(app, host=bare, port=port, log_level="warning", access_log=False,
                             timeout_graceful_shutdown=5, timeout_keep_alive=5,
                             h11_max_incomplete_event_size=MAX_HEADERS, http=protocol_class())
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=[sock])
