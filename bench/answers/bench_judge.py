@@ -28,6 +28,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+# The per-passage yes/no form this script compares with the pick judge; ask no longer uses it (D73), so its
+# line and threshold live here, as they were when it was measured.
+JUDGE_LINE = ("Does passage [{label}] answer the question above (not just mention its topic)? "
+              "Reply with one word: yes or no.")
+RELEVANT = 0.5
+
 PICK_LINE = ("Which passage answers the question above (not just mentions its topic)? Reply with the "
              "passage's number only, for example 3 for [S3], or 0 if none of them answers it.")
 
@@ -86,7 +92,7 @@ def main() -> int:
         if "shared" in variants:
             t = time.perf_counter()
             rec["shared"] = [p_yes(model.next_word_probs(relevance.judge_messages(
-                laid.messages, q, relevance.JUDGE_LINE.format(label=s.label)), YES_NO)) for s in laid.sources]
+                laid.messages, q, JUDGE_LINE.format(label=s.label)), YES_NO)) for s in laid.sources]
             rec["shared_seconds"] = round(time.perf_counter() - t, 2)
         if "pick" in variants:
             t = time.perf_counter()
@@ -133,7 +139,7 @@ def main() -> int:
             if v in ("pick", "pickcal"):  # "none" under half, then the passages at least half the best's
                 best = max(scores)
                 return [r[f"{v}_none"] < 0.5 and x >= 0.5 * best and x > 0 for x in scores]
-            return [x >= relevance.RELEVANT for x in scores]
+            return [x >= RELEVANT for x in scores]
 
         pos = [x or 0.0 for r in ans for x, g in zip(r[v], r["gold"]) if g]
         neg = [x or 0.0 for r in ans for x, g in zip(r[v], r["gold"]) if not g]
