@@ -41,3 +41,31 @@ def baseline_messages(question: str, sources) -> list[dict]:
         f"Passages:\n{blocks}\n\nQuestion: {question}\n\n"
         "Answer the question from the passages in 2-4 sentences. End each sentence with the label of "
         "the passage it comes from, e.g. [S1].")}]
+
+
+def token_counter(model_path):
+    """The answer model's own count of a text's tokens (its tokenizer alone: `vocab_only`, no weights)."""
+    import llama_cpp
+
+    tok = llama_cpp.Llama(model_path=str(model_path), vocab_only=True, verbose=False)
+
+    def count(text: str) -> int:
+        return len(tok.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    return count
+
+
+def ask_and_plain_hits(conn, embedder, question: str):
+    """ask's retrieval of a question (exposition only) and the passages the plain prompt is given (its
+    first BASELINE_PASSAGES passage hits, labelled), as bench_answers lays them out."""
+    import dataclasses
+
+    from ragcli.answer import prompt
+    from ragcli.ingest.kinds import NOT_EXPOSITION
+    from ragcli.search.pipeline import SearchOptions, mode_for, search
+
+    opts = SearchOptions(mode=mode_for(True, False), k=10, check_language=True, rerank_depth=20)
+    asked = search(conn, embedder, question, dataclasses.replace(opts, skip_kinds=NOT_EXPOSITION))
+    found = prompt.label_sources(search(conn, embedder, question, opts).hits)
+    shown = prompt.label_sources([s.hit for s in found if s.hit.kind == "passage"][:BASELINE_PASSAGES])
+    return asked, shown

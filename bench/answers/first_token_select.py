@@ -18,7 +18,6 @@ The model file is read for its tokenizer only (no weights are evaluated).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import re
 import statistics
@@ -52,20 +51,13 @@ def main() -> int:
     ap.add_argument("--show", default="", help="a question id: print its prompt per setting")
     args = ap.parse_args()
 
-    import llama_cpp
-
-    from common import BASELINE_PASSAGES, baseline_messages, phrase_hits
+    from common import ask_and_plain_hits, baseline_messages, phrase_hits, token_counter
     from ragcli import ask
     from ragcli.answer import context, prompt
-    from ragcli.ingest.kinds import NOT_EXPOSITION
     from ragcli.models import embed
-    from ragcli.search.pipeline import SearchOptions, mode_for, search
     from ragcli.store import db
 
-    tok = llama_cpp.Llama(model_path=args.model, vocab_only=True, verbose=False)
-
-    def count(text: str) -> int:
-        return len(tok.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+    count = token_counter(args.model)
 
     conn = db.connect(Path(args.db), create=False)
     embedder = embed.MemoEmbedder(embed.get_embedder())
@@ -76,10 +68,7 @@ def main() -> int:
     plain, whole_phrases = [], 0
     for r in rows:
         q = r["question"]
-        opts = SearchOptions(mode=mode_for(True, False), k=10, check_language=True, rerank_depth=20)
-        asked = search(conn, embedder, q, dataclasses.replace(opts, skip_kinds=NOT_EXPOSITION))
-        found = prompt.label_sources(search(conn, embedder, q, opts).hits)
-        shown = prompt.label_sources([s.hit for s in found if s.hit.kind == "passage"][:BASELINE_PASSAGES])
+        asked, shown = ask_and_plain_hits(conn, embedder, q)
         plain.append(count(baseline_messages(q, shown)[0]["content"]))
         blocks, _ = context.build(asked.hits, lambda h: ask._adjacent(conn, h))
         full = None
