@@ -476,6 +476,24 @@ def test_no_keep_file_keeps_none_and_the_page_then_needs_the_file(pg_library, ru
     assert "keeps no copy" in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.parametrize("stored_hash", ["../../outside", "/tmp/abs", "A" * 64, "0" * 63 + "/"])
+def test_a_kept_copy_is_written_only_under_a_sha256_name(conn, tmp_path, monkeypatch, stored_hash):
+    """A shared library is written by others: a kept copy whose hash is not 64 hex digits (or whose name
+    carries a path or an odd suffix) never becomes part of a path in the cache folder."""
+    from ragcli.store import files
+
+    monkeypatch.setenv("RAGCLI_CACHE", str(tmp_path / "cache"))
+    with transaction(conn):
+        files.keep_copy(conn, stored_hash, "../../evil.pdf", b"%PDF-1.4 not a book")
+    assert files._cached_copy(conn, stored_hash, "/shelf/book.pdf") is None
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "outside").exists()
+    good = "ab" * 32
+    with transaction(conn):
+        files.keep_copy(conn, good, "book.pd\u00e9", b"%PDF-1.4 bytes")
+    written = files._cached_copy(conn, good, "/shelf/book.pdf")
+    assert written == str(tmp_path / "cache" / "files" / good)  # the name's suffix is not ASCII: none
+
+
 def test_a_copy_is_shared_by_books_of_the_same_bytes_and_goes_with_the_last(library, embedder):
     """Both backends: SQLite keeps a copy only when asked (keep_file=True), PostgreSQL by default."""
     from ragcli.ingest import pipeline as ingest

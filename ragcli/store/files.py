@@ -5,6 +5,7 @@ Writers take an open transaction (the caller's): a sync changes a book and its f
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -221,11 +222,15 @@ def _cached_copy(conn, file_hash: str, book_path: str) -> Optional[str]:
 
     from ragcli.config import cache_dir
 
+    # the hash and the name come from the library (a shared one is written by others): the cache file's
+    # name is made of a sha256's 64 hex digits and an ASCII suffix only, never of a stored path's parts
+    if not re.fullmatch(r"[0-9a-f]{64}", file_hash or ""):
+        return None
     info = conn.execute("SELECT name, size FROM file_copies WHERE file_hash = ?", (file_hash,)).fetchone()
     if info is None:
         return None
     suffix = Path(info[0] or book_path).suffix.lower()
-    if not suffix.replace(".", "").isalnum():
+    if not re.fullmatch(r"\.[a-z0-9]{1,10}", suffix):
         suffix = ""
     folder = cache_dir() / "files"
     target = folder / f"{file_hash}{suffix}"
