@@ -118,8 +118,11 @@ def test_ctrl_c_keeps_the_partial_file_and_the_next_pull_resumes_it(hub_env, tin
     env, cache = hub_env
     with FakeHub({"tiny.gguf": tiny_bytes}) as hub:
         hub.stall_at = len(tiny_bytes) // 2
+        # Ctrl-C as a shell's foreground program gets it: pytest started in the background (`... &`) ignores
+        # SIGINT, and an ignored signal stays ignored across exec (Python then installs no KeyboardInterrupt)
         proc = subprocess.Popen([sys.executable, "-m", "ragcli", "models", "pull", "tiny"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=dict(env, HF_ENDPOINT=hub.url), cwd=ROOT)
+                                stderr=subprocess.PIPE, text=True, env=dict(env, HF_ENDPOINT=hub.url), cwd=ROOT,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         assert hub.stalled.wait(60), "the pull never started"
         partial = cache / "models--tiny-org--Tiny-GGUF" / "blobs" / (hashlib.sha256(tiny_bytes).hexdigest() + ".incomplete")
         for _ in range(600):  # the bytes sent before the stall reach the file (up to 60 s on a loaded machine)
