@@ -115,8 +115,9 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
         embedder = MemoEmbedder(embedder)  # the answer and its claims share sentence vectors
     search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
                                 check_language=True, rerank_depth=opts.rerank_depth, skip_kinds=NOT_EXPOSITION)
-    result = search(conn, embedder, question, search_opts, model=model if opts.rewrite else None, reranker=reranker,
-                    on_expanded=on_expanded, on_phase=phase)
+    book_question = as_books_write(conn, embedder, question)
+    result = search(conn, embedder, book_question, search_opts, model=model if opts.rewrite else None,
+                    reranker=reranker, on_expanded=on_expanded, on_phase=phase)
     # Before the model only what decides what it reads, or whether it runs: the search, the blocks, the
     # checks of _before_answer. Each is timed (`timings`; decision D136).
     t = time.perf_counter()
@@ -124,10 +125,10 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     # tokens estimated, not the model's: the same blocks (and labels) whichever model answers, or none
     blocks, rest = context.build(result.hits, lambda h: _adjacent(conn, h))
     if model is not None and context.SELECT:  # the prompt's copy: the sentences the question needs (D151)
-        blocks = context.select(blocks, question, embedder)
+        blocks = context.select(blocks, book_question, embedder)
     timings = dict(result.timings, context=time.perf_counter() - t)
     run = Run(conn, embedder, question, model, opts, result, blocks + rest, cal, blocks,
-              on_text, on_progress, phase, timings, started=started)
+              on_text, on_progress, phase, timings, started=started, _book_question=book_question)
     if result.skipped_kinds_kept:
         run.notices.append(ONLY_NON_EXPOSITION)
     if cal is None:
@@ -144,6 +145,15 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     if skipped:
         answer.verification = {"skipped": skipped}
     return answer
+
+
+def as_books_write(conn, embedder, question: str) -> str:
+    """The question as the books write it (book_words.as_books_write: a slip of the keys mended, a
+    plural acronym as the books write it, with their spelling of it), which ask searches with: the
+    embedding model reads "clohting" as no word it knows and finds nothing near, and FTS5 matches no
+    page. Words the books use are left as written, so a question without a slip searches as before."""
+    return book_words.as_books_write(question, lambda w: corpus.term_in_corpus(conn, w),
+                                     lambda t: corpus.texts_with(conn, t), book_words.word_pieces(embedder))
 
 
 def _adjacent(conn, hit):

@@ -505,3 +505,19 @@ def test_contractions_and_possessives_are_no_missing_words():
     assert missing_words("He's bleeding and isn't awake, what's wrong with his eye's lid?",
                          lambda w: w in book) == ["awake", "wrong", "lid"]
     assert missing_words("I'm sure my eye’s swollen", lambda w: w in book) == ["sure"]
+
+
+def test_a_slip_of_the_keys_is_searched_as_the_books_write_it(conn, embedder):
+    """"vasopsasm" is no word the embedding model or FTS5 knows: ask searches with the books' word
+    (ask.as_books_write), so the reader's slip finds what the word as the books spell it finds."""
+    from ragcli.search.pipeline import SearchOptions, search
+
+    slip, right = "How is vasopsasm treated?", "How is vasospasm treated?"
+    assert ask.as_books_write(conn, embedder, slip) == right
+    as_written = [h.passage_id for h in search(conn, embedder, slip, SearchOptions(k=5)).hits]
+    mended = [h.passage_id for h in search(conn, embedder, right, SearchOptions(k=5)).hits]
+    assert as_written != mended  # the slip alone searches elsewhere
+    got = ask.ask(conn, embedder, slip, None, ask.AskOptions())
+    want = ask.ask(conn, embedder, right, None, ask.AskOptions())
+    assert [s.hit.passage_id for s in got.sources] == [s.hit.passage_id for s in want.sources]
+    assert got.question == slip  # the reader's words are kept for the answer

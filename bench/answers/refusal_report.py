@@ -34,6 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 FINAL = ("no_context", "missing_subject", "far_any")
 HELD_OUT = ("fema-cert-basic-training", "fm21-18-foot-marches")
+# ask searches with the question as the books write it (ask.as_books_write); --as-written measures the
+# search on the reader's words, as before that change
+MENDED_SEARCH = True
 
 
 def source_id(conn, row) -> int | None:
@@ -88,7 +91,8 @@ def assess(conn, embedder, row, cal) -> dict:
     if row.get("after"):
         question = conversation.standalone(question, [(row["after"], "")]).question
     opts = asking.AskOptions()
-    result = search(conn, embedder, question, SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k,
+    searched = asking.as_books_write(conn, embedder, question) if MENDED_SEARCH else question
+    result = search(conn, embedder, searched, SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k,
                                                             check_language=True, rerank_depth=opts.rerank_depth,
                                                             skip_kinds=NOT_EXPOSITION))
     blocks, rest = context.build(result.hits, lambda h: asking._adjacent(conn, h))
@@ -97,6 +101,7 @@ def assess(conn, embedder, row, cal) -> dict:
                question=row["question"], asked=question)
     # ask's own checks before the model, as ask runs them (ask._before_answer)
     run = asking.Run(conn, embedder, question, None, opts, result, blocks + rest, cal, blocks)
+    run._book_question = None if searched == question else searched
     before = asking._before_answer(run)
     reason = before.reason if before is not None else None
     rec["no_context"] = reason == "no_context"
@@ -195,7 +200,11 @@ def main() -> int:
                     "the same re-uses its retrieval figures (`reused`), so a change to the checks is re-measured fast")
     ap.add_argument("--list", action="store_true", help="list the answerable questions refused, and the "
                     "unanswerable ones let through")
+    ap.add_argument("--as-written", action="store_true", help="search on the reader's words, not the question "
+                    "as the books write it (ask before ask.as_books_write)")
     args = ap.parse_args()
+    global MENDED_SEARCH
+    MENDED_SEARCH = not args.as_written
     if len(args.set) != len(args.db):
         ap.error("give one --db per --set")
     embedder = MemoEmbedder(get_embedder())
