@@ -101,6 +101,9 @@ def test_a_slip_the_tokenizer_cuts_in_two_is_mended_only_when_letters_are_swappe
     assert book_words.slip_of("rashes", _fts_book(["Rushes by the river."]), pieces) is None  # its stem is a word
     # one slip from two whole words ("reactions", "relations"): the reader's meaning is unknown
     assert book_words.slip_of("reations", _fts_book(["Good relations with the town."]), pieces) is None
+    # FTS5 stems "openations" to "open", a word of this page: the book's form in the fewest word pieces wins
+    ops = _fts_book(["Open the door before search operations begin."])
+    assert ops("openations") and book_words.slip_of("opeations", ops, pieces) == "operations"
 
 
 def test_the_question_as_the_books_write_it(book, embedder):

@@ -162,10 +162,10 @@ def slip_of(word: str, in_books: Callable[[str], bool],
     # no word in particular: which the reader meant, the books cannot say
     if sum(pieces(c) == one for c in candidates) > 1:
         return None
-    for c in candidates:
-        if in_books(c) and pieces(c) <= own:
-            return c
-    return None
+    # FTS5 stems what it looks up ("openations" finds "open"): of the book's forms, the one the
+    # tokenizer holds in the fewest pieces is a word ("operations"), the others stems' look-alikes
+    found = [c for c in candidates if pieces(c) <= own and in_books(c)]
+    return min(found, key=pieces) if found else None
 
 
 def as_books_write(question: str, in_books: Callable[[str], bool],
