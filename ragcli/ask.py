@@ -173,7 +173,8 @@ def _before_answer(run: Run) -> Optional[Answer]:
     cal = run.calibration
     if not run.result.hits or (cal is not None and no_context(run.result, cal.no_context)
                                and not _near_as_books_write(run, cal.no_context)
-                               and not book_words.names_subject(run.book_question, [s.hit.text for s in run.blocks],
+                               and not book_words.names_subject(run.book_question,
+                                                                [book_words.headed(s.hit) for s in run.blocks],
                                                                 run.embedder, cal.subject)):
         return _unanswered(run, verdicts.before_answer(Reason.NO_CONTEXT))
     # weighed on the question as the books write it: a slip left in ("Explain cold injruies to me")
@@ -301,7 +302,8 @@ def _assess(run: Run, answer: Answer, gen: Generated) -> Evidence:
                 e.cited_cosine = refusal.cited_cosine(answer, run.question, run.embedder, run.book_question)
                 if e.cited_cosine is not None and e.cited_cosine < e.cited_floor:
                     e.cited_names_subject = book_words.names_subject(
-                        run.book_question, refusal.cited_texts(answer), run.embedder, run.calibration.subject)
+                        run.book_question, refusal.cited_texts(answer, book_words.headed), run.embedder,
+                        run.calibration.subject)
     if run.judged is not None and run.judged.ran:
         e.judge_ran = True
         e.relevant = {s.label for s in run.judged.relevant(answer.sources)}

@@ -121,17 +121,19 @@ def assess(conn, embedder, row, cal) -> dict:
     rec["best_prompt_cosine"] = None if top is None else round(top, 3)
     # a passage that names the question's subject passes the far-passage floor (book_words.names_subject)
     named = lambda texts_: book_words.names_subject(book_q, texts_, embedder, cal.subject)  # noqa: E731
-    rec["far_any"] = bool(cal.cited_floor is not None and (top is None or top < cal.cited_floor) and not named(texts))
+    headed = [book_words.headed(s.hit) for s in blocks]
+    rec["far_any"] = bool(cal.cited_floor is not None and (top is None or top < cal.cited_floor) and not named(headed))
     rec["lacks_risk"] = refusal.missing_terms(question, blocks, run.in_corpus)
     sid = source_id(conn, row) if row["answerable"] else None
     if sid is not None:
         ranks = [i for i, h in enumerate(result.hits) if h.passage_id == sid]
         rec["source_rank"] = ranks[0] + 1 if ranks else None
         rec["source_in_prompt"] = any(sid in ids for ids in prompt_ids)
-        text = conn.execute("SELECT text FROM passages WHERE id = ?", (sid,)).fetchone()[0]
+        text, path = conn.execute("SELECT text, section_path FROM passages WHERE id = ?", (sid,)).fetchone()
+        heading = (json.loads(path) if path else None) or []
         c = best([text])
         rec["source_cosine"] = round(c, 3)
-        rec["far_source"] = bool(cal.cited_floor is not None and c < cal.cited_floor and not named([text]))
+        rec["far_source"] = bool(cal.cited_floor is not None and c < cal.cited_floor and not named([f"{heading[-1]}\n{text}" if heading else text]))
     rec["refused"] = [r for r in FINAL if rec[r]]
     return rec
 

@@ -255,7 +255,8 @@ def cited_cosine(answer, question: str, embedder, book_question: Optional[str] =
     return best
 
 
-def cited_texts(answer) -> list[str]:
-    """The texts of the passages the answer's factual sentences cite."""
+def cited_texts(answer, text=lambda hit: hit.text) -> list[str]:
+    """The texts of the passages the answer's factual sentences cite (`text(hit)`: their text, or
+    book_words.headed's heading and text)."""
     cited = {lab for c in answer.claims if c.support != "not_factual" for lab in c.citations}
-    return [s.hit.text for s in answer.sources if s.label in cited]
+    return [text(s.hit) for s in answer.sources if s.label in cited]
