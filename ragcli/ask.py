@@ -296,7 +296,8 @@ def _assess(run: Run, answer: Answer, gen: Generated) -> Evidence:
     if e.cited and not (e.unfinished or e.cut):
         e.unbacked = refusal.unbacked_reason(answer, run.question, run.in_books)
         if run.calibration is not None:
-            e.off_question = refusal.off_question(answer, run.question, run.embedder, run.calibration.off_question)
+            e.off_question = refusal.off_question(answer, run.question, run.embedder, run.calibration.off_question,
+                                                  run.book_question)
             e.cited_floor = run.calibration.cited_floor
             if e.cited_floor is not None:
                 e.cited_cosine = refusal.cited_cosine(answer, run.question, run.embedder, run.book_question)

@@ -301,6 +301,13 @@ def test_an_answer_about_something_else_is_not_an_answer(embedder):
     assert refusal.off_question(answer, "How do I deliver a baby in the field?", embedder, DENSE_FLOOR)
     assert not refusal.off_question(answer, "How often should I check and replace field dressings?", embedder,
                                     DENSE_FLOOR)
+    # a reader's slip the embedding model cannot read: the answer is weighed on the books' spelling too
+    layers = "Wear layers of porous clothing and windproof outer clothing to keep out the wind [S1]."
+    answer = Answer("", None, layers, "answered", ["S1"], [], [])
+    answer.claims = [Claim(layers[:-5], ["S1"], support="supported")]
+    assert refusal.off_question(answer, "Explain clohting to me.", embedder, DENSE_FLOOR)
+    assert not refusal.off_question(answer, "Explain clohting to me.", embedder, DENSE_FLOOR,
+                                    "Explain clothing to me.")
 
 
 def _source(label: str, text: str):

@@ -104,6 +104,11 @@ def test_a_slip_the_tokenizer_cuts_in_two_is_mended_only_when_letters_are_swappe
     # FTS5 stems "openations" to "open", a word of this page: the book's form in the fewest word pieces wins
     ops = _fts_book(["Open the door before search operations begin."])
     assert ops("openations") and book_words.slip_of("opeations", ops, pieces) == "operations"
+    # the book's word may be cut into one piece more than the reader's slip
+    sprains = _fts_book(["Sprains and strains are treated alike.", "Blister agents burn the skin."])
+    assert pieces("sprains") == pieces("sprians") + 1
+    assert book_words.slip_of("sprians", sprains, pieces) == "sprains"
+    assert book_words.slip_of("blster", sprains, pieces) == "blister"
 
 
 def test_the_question_as_the_books_write_it(book, embedder):

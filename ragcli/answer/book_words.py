@@ -141,9 +141,10 @@ def slip_of(word: str, in_books: Callable[[str], bool],
     (two letters swapped, one dropped, added or changed: "tournqiuet" -> "tourniquet"); one it cuts in
     two, only two letters swapped or one dropped ("breathnig" -> "breathing", "presure" -> "pressure"),
     since a real word in two pieces ("heater", "gagging") is one letter changed or added away from
-    another word far more often than one letter short of it. The book's word is cut into no more
-    pieces than the reader's, and a word one slip from two whole words of the vocabulary is left as it
-    is. Without `pieces`, no word is read as a slip; the first letter stays."""
+    another word far more often than one letter short of it. The book's word is cut into at most
+    one piece more than the reader's ("sprians" in two pieces, "sprains" in three), and a word one
+    slip from two whole words of the vocabulary is left as it is. Without `pieces`, no word is read
+    as a slip; the first letter stays."""
     w = word.lower()
     if pieces is None or len(w) < SLIP_MIN or not w.isalpha():
         return None
@@ -164,7 +165,7 @@ def slip_of(word: str, in_books: Callable[[str], bool],
         return None
     # FTS5 stems what it looks up ("openations" finds "open"): of the book's forms, the one the
     # tokenizer holds in the fewest pieces is a word ("operations"), the others stems' look-alikes
-    found = [c for c in candidates if pieces(c) <= own and in_books(c)]
+    found = [c for c in candidates if pieces(c) <= own + 1 and in_books(c)]
     return min(found, key=pieces) if found else None
 
 
