@@ -69,6 +69,7 @@ def named_in_books(word: str, question: str, in_books: Callable[[str], bool],
 _PLURAL_ACRONYM = re.compile(r"\b([A-Z][A-Z0-9]{1,6})(?:s|'s|’s)\b")
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 SLIP_MIN = 6  # a word this long or longer may be a slip of the keys for a book's word
+SLIP_MORE_PIECES = 1  # the book's word may be cut into this many word pieces more than the slip
 
 
 def book_form(word: str, question: str, in_books: Callable[[str], bool],
@@ -165,7 +166,7 @@ def slip_of(word: str, in_books: Callable[[str], bool],
         return None
     # FTS5 stems what it looks up ("openations" finds "open"): of the book's forms, the one the
     # tokenizer holds in the fewest pieces is a word ("operations"), the others stems' look-alikes
-    found = [c for c in candidates if pieces(c) <= own + 1 and in_books(c)]
+    found = [c for c in candidates if pieces(c) <= own + SLIP_MORE_PIECES and in_books(c)]
     return min(found, key=pieces) if found else None
 
 
