@@ -97,7 +97,8 @@ def assess(conn, embedder, row, cal) -> dict:
                                                             skip_kinds=NOT_EXPOSITION))
     blocks, rest = context.build(result.hits, lambda h: asking._adjacent(conn, h))
     in_corpus = lambda w: corpus.term_in_corpus(conn, w)  # noqa: E731
-    rec = dict(id=row["id"], book=row["book"], shape=row["shape"], answerable=row["answerable"],
+    # a hand-labelled answers file (bench/answers/*-answers.jsonl) has no shape: "labelled"
+    rec = dict(id=row["id"], book=row["book"], shape=row.get("shape", "labelled"), answerable=row["answerable"],
                question=row["question"], asked=question)
     # ask's own checks before the model, as ask runs them (ask._before_answer)
     run = asking.Run(conn, embedder, question, None, opts, result, blocks + rest, cal, blocks)
