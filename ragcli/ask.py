@@ -115,8 +115,9 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
         embedder = MemoEmbedder(embedder)  # the answer and its claims share sentence vectors
     search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
                                 check_language=True, rerank_depth=opts.rerank_depth, skip_kinds=NOT_EXPOSITION)
-    result = search(conn, embedder, question, search_opts, model=model if opts.rewrite else None, reranker=reranker,
-                    on_expanded=on_expanded, on_phase=phase)
+    book_question = as_books_write(conn, embedder, question)
+    result = search(conn, embedder, book_question, search_opts, model=model if opts.rewrite else None,
+                    reranker=reranker, on_expanded=on_expanded, on_phase=phase)
     # Before the model only what decides what it reads, or whether it runs: the search, the blocks, the
     # checks of _before_answer. Each is timed (`timings`; decision D136).
     t = time.perf_counter()
@@ -124,10 +125,10 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     # tokens estimated, not the model's: the same blocks (and labels) whichever model answers, or none
     blocks, rest = context.build(result.hits, lambda h: _adjacent(conn, h))
     if model is not None and context.SELECT:  # the prompt's copy: the sentences the question needs (D151)
-        blocks = context.select(blocks, question, embedder)
+        blocks = context.select(blocks, book_question, embedder)
     timings = dict(result.timings, context=time.perf_counter() - t)
     run = Run(conn, embedder, question, model, opts, result, blocks + rest, cal, blocks,
-              on_text, on_progress, phase, timings, started=started)
+              on_text, on_progress, phase, timings, started=started, _book_question=book_question)
     if result.skipped_kinds_kept:
         run.notices.append(ONLY_NON_EXPOSITION)
     if cal is None:
@@ -144,6 +145,15 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     if skipped:
         answer.verification = {"skipped": skipped}
     return answer
+
+
+def as_books_write(conn, embedder, question: str) -> str:
+    """The question as the books write it (book_words.as_books_write: a slip of the keys mended, a
+    plural acronym as the books write it, with their spelling of it), which ask searches with: the
+    embedding model reads "clohting" as no word it knows and finds nothing near, and FTS5 matches no
+    page. Words the books use are left as written, so a question without a slip searches as before."""
+    return book_words.as_books_write(question, lambda w: corpus.term_in_corpus(conn, w),
+                                     lambda t: corpus.texts_with(conn, t), book_words.word_pieces(embedder))
 
 
 def _adjacent(conn, hit):
@@ -163,7 +173,8 @@ def _before_answer(run: Run) -> Optional[Answer]:
     cal = run.calibration
     if not run.result.hits or (cal is not None and no_context(run.result, cal.no_context)
                                and not _near_as_books_write(run, cal.no_context)
-                               and not book_words.names_subject(run.book_question, [s.hit.text for s in run.blocks],
+                               and not book_words.names_subject(run.book_question,
+                                                                [book_words.headed(s.hit) for s in run.blocks],
                                                                 run.embedder, cal.subject)):
         return _unanswered(run, verdicts.before_answer(Reason.NO_CONTEXT))
     # weighed on the question as the books write it: a slip left in ("Explain cold injruies to me")
@@ -285,13 +296,15 @@ def _assess(run: Run, answer: Answer, gen: Generated) -> Evidence:
     if e.cited and not (e.unfinished or e.cut):
         e.unbacked = refusal.unbacked_reason(answer, run.question, run.in_books)
         if run.calibration is not None:
-            e.off_question = refusal.off_question(answer, run.question, run.embedder, run.calibration.off_question)
+            e.off_question = refusal.off_question(answer, run.question, run.embedder, run.calibration.off_question,
+                                                  run.book_question)
             e.cited_floor = run.calibration.cited_floor
             if e.cited_floor is not None:
                 e.cited_cosine = refusal.cited_cosine(answer, run.question, run.embedder, run.book_question)
                 if e.cited_cosine is not None and e.cited_cosine < e.cited_floor:
                     e.cited_names_subject = book_words.names_subject(
-                        run.book_question, refusal.cited_texts(answer), run.embedder, run.calibration.subject)
+                        run.book_question, refusal.cited_texts(answer, book_words.headed), run.embedder,
+                        run.calibration.subject)
     if run.judged is not None and run.judged.ran:
         e.judge_ran = True
         e.relevant = {s.label for s in run.judged.relevant(answer.sources)}

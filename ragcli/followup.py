@@ -71,7 +71,7 @@ what which when where why how who whom whose is are was were be been do does did
 would will shall may might must have has had get gets happen happens happened happening mean means meaning
 sign signs symptom symptoms treat treats treated treating treatment treatments cause causes caused causing
 prevent prevention step steps first next then else also too more other another same instead long often
-much many way ways best right wrong kind kinds type types part parts look looks like use used using
+much many way ways best right wrong kind kinds type types part parts look looks watch watching like use used using
 need needed needs know tell explain describe give giving list again still enough different difference
 important main okay ok good bad worse better thing things something anything stuff case cases
 situation well now go going take taking make making come comes check done keep help handle deal put

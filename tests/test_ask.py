@@ -301,6 +301,13 @@ def test_an_answer_about_something_else_is_not_an_answer(embedder):
     assert refusal.off_question(answer, "How do I deliver a baby in the field?", embedder, DENSE_FLOOR)
     assert not refusal.off_question(answer, "How often should I check and replace field dressings?", embedder,
                                     DENSE_FLOOR)
+    # a reader's slip the embedding model cannot read: the answer is weighed on the books' spelling too
+    layers = "Wear layers of porous clothing and windproof outer clothing to keep out the wind [S1]."
+    answer = Answer("", None, layers, "answered", ["S1"], [], [])
+    answer.claims = [Claim(layers[:-5], ["S1"], support="supported")]
+    assert refusal.off_question(answer, "Explain clohting to me.", embedder, DENSE_FLOOR)
+    assert not refusal.off_question(answer, "Explain clohting to me.", embedder, DENSE_FLOOR,
+                                    "Explain clothing to me.")
 
 
 def _source(label: str, text: str):
@@ -505,3 +512,19 @@ def test_contractions_and_possessives_are_no_missing_words():
     assert missing_words("He's bleeding and isn't awake, what's wrong with his eye's lid?",
                          lambda w: w in book) == ["awake", "wrong", "lid"]
     assert missing_words("I'm sure my eye’s swollen", lambda w: w in book) == ["sure"]
+
+
+def test_a_slip_of_the_keys_is_searched_as_the_books_write_it(conn, embedder):
+    """"vasopsasm" is no word the embedding model or FTS5 knows: ask searches with the books' word
+    (ask.as_books_write), so the reader's slip finds what the word as the books spell it finds."""
+    from ragcli.search.pipeline import SearchOptions, search
+
+    slip, right = "How is vasopsasm treated?", "How is vasospasm treated?"
+    assert ask.as_books_write(conn, embedder, slip) == right
+    as_written = [h.passage_id for h in search(conn, embedder, slip, SearchOptions(k=5)).hits]
+    mended = [h.passage_id for h in search(conn, embedder, right, SearchOptions(k=5)).hits]
+    assert as_written != mended  # the slip alone searches elsewhere
+    got = ask.ask(conn, embedder, slip, None, ask.AskOptions())
+    want = ask.ask(conn, embedder, right, None, ask.AskOptions())
+    assert [s.hit.passage_id for s in got.sources] == [s.hit.passage_id for s in want.sources]
+    assert got.question == slip  # the reader's words are kept for the answer

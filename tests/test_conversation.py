@@ -30,7 +30,8 @@ def test_a_question_that_stands_alone_comes_back_unchanged_without_a_model_call(
     ("What are its causes?", "'its'"), ("Why?", "no subject of its own"), ("what else should I do?", "opens with 'what else'"),
     ("Is that normal?", "'that'"), ("Should I cover both of them?", "'them'"), ("Why don't they do CPR?", "'they'"),
     ("How long should I keep trying before I leave?", "no subject of its own"), ("Can I put ice on it?", "'it'"),
-    ("how do I mark the casualty once it is on?", "'it'"), ("Why not use tweezers?", "opens with 'why not'")])
+    ("how do I mark the casualty once it is on?", "'it'"), ("Why not use tweezers?", "opens with 'why not'"),
+    ("What should I watch out for?", "no subject of its own")])
 def test_what_refers_back(question, why):
     assert refers_back(question) == why
 

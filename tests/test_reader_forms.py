@@ -101,6 +101,14 @@ def test_a_slip_the_tokenizer_cuts_in_two_is_mended_only_when_letters_are_swappe
     assert book_words.slip_of("rashes", _fts_book(["Rushes by the river."]), pieces) is None  # its stem is a word
     # one slip from two whole words ("reactions", "relations"): the reader's meaning is unknown
     assert book_words.slip_of("reations", _fts_book(["Good relations with the town."]), pieces) is None
+    # FTS5 stems "openations" to "open", a word of this page: the book's form in the fewest word pieces wins
+    ops = _fts_book(["Open the door before search operations begin."])
+    assert ops("openations") and book_words.slip_of("opeations", ops, pieces) == "operations"
+    # the book's word may be cut into one piece more than the reader's slip
+    sprains = _fts_book(["Sprains and strains are treated alike.", "Blister agents burn the skin."])
+    assert pieces("sprains") == pieces("sprians") + 1
+    assert book_words.slip_of("sprians", sprains, pieces) == "sprains"
+    assert book_words.slip_of("blster", sprains, pieces) == "blister"
 
 
 def test_the_question_as_the_books_write_it(book, embedder):
@@ -139,3 +147,39 @@ def test_a_passage_that_names_the_subject_again_and_again_is_about_a_short_quest
     assert book_words.names_subject(q, [passing, about], embedder)
     assert not book_words.names_subject(q, [passing], embedder)  # named once: passed by, not about it
     assert not book_words.names_subject("What should I know about nimodipine?", [about], embedder)
+
+
+def test_the_subject_of_a_short_question_is_no_word_the_reader_asks_with(embedder):
+    """"explain" weighs as much as "train" in "Can you explain train?", but no passage is about it."""
+    assert book_words.subject_words("Can you explain train?", embedder) == ["train"]
+    about = "Train in stages. A unit that does not train to march in full load will fall out; train each week."
+    assert book_words.names_subject("Can you explain train?", [about], embedder)
+
+
+def test_an_acronym_is_named_by_its_capitals(embedder):
+    """An embedding model knows few acronyms: a passage that writes the question's acronym twice is about
+    it; one that never writes it is not, whatever else of the question it names."""
+    q = "What are RP (release point) about?"
+    about = "The RP is set by the commander. Units clear the RP on time; the RPs are marked on the overlay."
+    once = "The release point (RP) is where units leave the march column."
+    assert book_words.acronyms("What are RPs about?") == ["RP"]
+    assert book_words.names_subject(q, [about], embedder)
+    assert not book_words.names_subject(q, [once], embedder)
+    # another book's acronym in this book's setting words: the setting is named, the acronym is not
+    dressing = "Rules of dressing: dressing must be sterile. Apply the dressing firmly; the rules are simple."
+    assert not book_words.names_subject("What should I know about WPs? (in rules of dressing)", [dressing], embedder)
+
+
+def test_a_subject_of_two_words_is_named_by_them_in_a_row_or_by_the_heading(embedder):
+    q = "What should I know about release points?"
+    in_a_row = "Each unit reports when its last element clears the release point. Points along the route are timed."
+    apart = "Release the brake. The points of the compass are marked."
+    assert book_words.names_subject(q, [in_a_row], embedder)
+    assert not book_words.names_subject(q, [apart], embedder)
+
+    class Hit:
+        section_path = ["Light Search and Rescue", "Chair Carry"]
+        text = "Seat the survivor on a sturdy chair. Tilt the chair back and lift. Carry the survivor out."
+    assert book_words.headed(Hit) == "Chair Carry\n" + Hit.text
+    assert book_words.names_subject("Tell me about chair carry.", [book_words.headed(Hit)], embedder)
+    assert not book_words.names_subject("Tell me about chair carry.", [Hit.text], embedder)

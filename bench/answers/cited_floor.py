@@ -44,12 +44,16 @@ def rows_of(db: str, run: str, labels: str, embedder) -> list[dict]:
         ids = {s.split()[0]: int(s.rsplit("#", 1)[1]) for s in x["sources"]}
         cited = {c for d in x.get("claim_detail", []) if d.get("support") != "not_factual"
                  for c in d.get("citations", []) if c in ids}
-        texts = [conn.execute("SELECT text FROM passages WHERE id = ?", (ids[c],)).fetchone()[0] for c in sorted(cited)]
+        got = [conn.execute("SELECT text, section_path FROM passages WHERE id = ?", (ids[c],)).fetchone()
+               for c in sorted(cited)]
+        texts = [t for t, _ in got]
         if not texts:
             continue
+        # the subject pass reads a passage after its innermost heading, as ask does (book_words.headed)
+        headed = [f"{json.loads(p)[-1]}\n{t}" if p and json.loads(p) else t for t, p in got]
         out.append({"set": Path(run).stem, "id": r["id"], "answerable": r.get("answerable", True),
                     "label": lab[r["id"]], "cosine": float(book_words.cosines_to(r["question"], texts, embedder).max()),
-                    "names_subject": book_words.names_subject(r["question"], texts, embedder),
+                    "names_subject": book_words.names_subject(r["question"], headed, embedder),
                     "question": r["question"]})
     return out
 

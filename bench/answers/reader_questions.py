@@ -362,7 +362,7 @@ def lay_rows(books: list[Book], rows_by_book: dict, model, per_book: int, embedd
     for book in books:
         rows = rows_by_book[book.id]
         sources = [r for r in rows if r["answerable"] and r["shape"] in ("heading", "misspelled", "follow_up")]
-        added = 0
+        added, dropped = 0, Counter()
         for r in sources:
             if added >= per_book:
                 break
@@ -376,14 +376,17 @@ def lay_rows(books: list[Book], rows_by_book: dict, model, per_book: int, embedd
             text = " ".join(reply.strip().strip('"').split())
             text = re.sub(r"^(?:question|rewritten question)\s*:\s*", "", text, flags=re.I)
             if not text.endswith("?") or len(text.split()) > 25 or "\n" in reply.strip():
+                dropped["not one short question"] += 1
                 continue
             if {light_stem(w) for w in words} & stems(text):
+                dropped["uses the term's words"] += 1
                 continue
             if float(cosines_to(q, [text], embedder)[0]) < 0.5:
+                dropped["cosine to the question under 0.5"] += 1
                 continue
             added += 1
             rows.append(dict(r, id=f"{book.id}-l{added:03d}", shape="lay", question=text, lay_of=q, after=None))
-        print(book.id, "lay", added, file=sys.stderr)
+        print(book.id, "lay", added, "dropped:", dict(dropped), file=sys.stderr)
 
 
 PER_PASSAGE = 2  # questions from one passage, each of another shape

@@ -69,6 +69,7 @@ def named_in_books(word: str, question: str, in_books: Callable[[str], bool],
 _PLURAL_ACRONYM = re.compile(r"\b([A-Z][A-Z0-9]{1,6})(?:s|'s|’s)\b")
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 SLIP_MIN = 6  # a word this long or longer may be a slip of the keys for a book's word
+SLIP_MORE_PIECES = 1  # the book's word may be cut into this many word pieces more than the slip
 
 
 def book_form(word: str, question: str, in_books: Callable[[str], bool],
@@ -141,9 +142,10 @@ def slip_of(word: str, in_books: Callable[[str], bool],
     (two letters swapped, one dropped, added or changed: "tournqiuet" -> "tourniquet"); one it cuts in
     two, only two letters swapped or one dropped ("breathnig" -> "breathing", "presure" -> "pressure"),
     since a real word in two pieces ("heater", "gagging") is one letter changed or added away from
-    another word far more often than one letter short of it. The book's word is cut into no more
-    pieces than the reader's, and a word one slip from two whole words of the vocabulary is left as it
-    is. Without `pieces`, no word is read as a slip; the first letter stays."""
+    another word far more often than one letter short of it. The book's word is cut into at most
+    one piece more than the reader's ("sprians" in two pieces, "sprains" in three), and a word one
+    slip from two whole words of the vocabulary is left as it is. Without `pieces`, no word is read
+    as a slip; the first letter stays."""
     w = word.lower()
     if pieces is None or len(w) < SLIP_MIN or not w.isalpha():
         return None
@@ -162,10 +164,10 @@ def slip_of(word: str, in_books: Callable[[str], bool],
     # no word in particular: which the reader meant, the books cannot say
     if sum(pieces(c) == one for c in candidates) > 1:
         return None
-    for c in candidates:
-        if in_books(c) and pieces(c) <= own:
-            return c
-    return None
+    # FTS5 stems what it looks up ("openations" finds "open"): of the book's forms, the one the
+    # tokenizer holds in the fewest pieces is a word ("operations"), the others stems' look-alikes
+    found = [c for c in candidates if pieces(c) <= own + SLIP_MORE_PIECES and in_books(c)]
+    return min(found, key=pieces) if found else None
 
 
 def as_books_write(question: str, in_books: Callable[[str], bool],
@@ -280,32 +282,85 @@ def translated(word: str, rewrite: Optional[str]) -> bool:
     return bool(rewrite) and light_stem(word) not in {light_stem(w) for w in content_words(rewrite)}
 
 
+# The words a reader asks with, whatever the subject: "Can you explain train?" is about "train". In a
+# short question they weigh as much as the subject in the embedding space, but no passage is about them.
+ASKING = frozenset({"explain", "describe", "define", "definition", "mean", "meaning", "means", "say", "says",
+                    "tell", "know", "about"})
+# An acronym as a question or the books write it: "RP", "TEs", "IED's" (the plural's letter dropped).
+_ACRONYM = re.compile(r"(?<![A-Za-z0-9])([A-Z][A-Z0-9]{1,6})(?:s|'s|’s)?(?![A-Za-z0-9])")
+
+
 def subject_words(question: str, embedder, cosine: float = SUBJECT_COSINE) -> list[str]:
     """The words of the question that carry much of what it asks (the question without the word has a
     cosine under `cosine` to the question, as in `missing_subject`), whether or not the books use them:
-    "morale" in "What should I know about morale?"; none in a long question whose words share the load."""
+    "morale" in "What should I know about morale?"; none in a long question whose words share the load.
+    A word the reader asks with (`ASKING`: "explain") is no subject."""
     words = [w for w in dict.fromkeys(content_words(question)) if len(w) > 3 and "'" not in w and "’" not in w]
     if not words:
         return []
     without = [re.sub(rf"\b{re.escape(w)}\b", " ", question, flags=re.I) for w in words]
-    return [w for w, c in zip(words, cosines_to(question, without, embedder)) if c < cosine]
+    return [w for w, c in zip(words, cosines_to(question, without, embedder)) if c < cosine and w not in ASKING]
+
+
+def acronyms(question: str) -> list[str]:
+    """The acronyms of the question as a book writes them in capitals ("TEs" -> "TE"): an embedding model
+    knows few of them, so the passages' own letters are the evidence that they name it."""
+    return list(dict.fromkeys(m.group(1) for m in _ACRONYM.finditer(question)))
 
 
 def names_subject(question: str, texts: Sequence[str], embedder, cosine: float = SUBJECT_COSINE) -> bool:
-    """Does one of the passages name what the question is about: every word that carries much of it
-    (`subject_words`, one at least), each twice or more by stem? A short question asked in a template's
-    words ("What should I know about morale?") sits far from a passage about morale in the embedding
-    space: the template's words weigh as much as the subject. A passage that names the subject again
-    and again is about it, whatever the cosine."""
+    """Does one of the passages name what the question is about? Its subject is every word that carries
+    much of it (`subject_words`) and every acronym it names (`acronyms`), one at least. A passage names
+    it when it names each of them twice or more (a word by stem, an acronym in capitals as a word of its
+    own), or, for a subject of two words or more, has them as the question has them, one after the
+    other ("release points": "the release point is"). A short question asked in a template's words
+    ("What should I know about morale?") sits far from a passage about morale in the embedding space:
+    the template's words weigh as much as the subject. A passage that names the subject again and
+    again is about it, whatever the cosine."""
     subject = {light_stem(w) for w in subject_words(question, embedder, cosine)}
-    if not subject:
+    caps = acronyms(question)
+    if not subject and not caps:
         return False
+    runs = [[light_stem(w) for w in run] for run in _subject_runs(question, subject)]
     for text in texts:
+        words = [light_stem(w) for w in re.findall(r"[a-z][a-z'-]*", text.lower())]
         counts: dict[str, int] = {}
-        for w in re.findall(r"[a-z][a-z'-]*", text.lower()):
-            s = light_stem(w)
+        for s in words:
             if s in subject:
                 counts[s] = counts.get(s, 0) + 1
+        if not all(len(re.findall(rf"(?<![A-Za-z0-9]){re.escape(a)}(?:s|'s|’s)?(?![A-Za-z0-9])", text)) >= 2
+                   for a in caps):
+            continue
         if all(counts.get(s, 0) >= 2 for s in subject):
             return True
+        if runs and all(counts.get(s, 0) >= 1 for s in subject) and \
+                all(_has_run(words, run) for run in runs):
+            return True
     return False
+
+
+def headed(hit) -> str:
+    """A passage's text after its innermost heading, for `names_subject`: a passage under "Chair Carry"
+    is about the chair carry even where its text says "chair" and "carry" apart."""
+    path = getattr(hit, "section_path", None) or []
+    return f"{path[-1]}\n{hit.text}" if path else hit.text
+
+
+def _subject_runs(question: str, subject: set) -> list[list[str]]:
+    """The runs of two or more subject words one after the other in the question ("release points")."""
+    runs, cur = [], []
+    for w in re.findall(r"[a-z][a-z'-]*", question.lower()):
+        if light_stem(w) in subject:
+            cur.append(w)
+            continue
+        if len(cur) > 1:
+            runs.append(cur)
+        cur = []
+    if len(cur) > 1:
+        runs.append(cur)
+    return runs
+
+
+def _has_run(words: list[str], run: list[str]) -> bool:
+    n = len(run)
+    return any(words[i:i + n] == run for i in range(len(words) - n + 1))

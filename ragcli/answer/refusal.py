@@ -228,16 +228,19 @@ def unbacked_reason(answer, question: str, in_books: Optional[Callable[[str], bo
 OFF_QUESTION = "the answer is about something else: its text is no nearer the question than unrelated text"
 
 
-def off_question(answer, question: str, embedder, floor: float) -> bool:
+def off_question(answer, question: str, embedder, floor: float, book_question: Optional[str] = None) -> bool:
     """Is the answer's text (its factual sentences, labels aside) no nearer the question than the
     no-context floor, the cosine under which retrieval calls a passage unrelated? A small model given
     on-topic passages that are silent on the question copies the nearest procedure ("deliver a baby in
     the field" answered with the field-dressing steps, every sentence backed by its passage): backed,
-    and not an answer."""
+    and not an answer. With `book_question` (the question as the books write it, as_books_write), off
+    both: an answer about clothing is near "Explain clothing to me", not near the reader's slip
+    ("clohting"), which the embedding model cannot read."""
     text = " ".join(re.sub(r"\s*\[[SF]\d+\]", "", c.text) for c in answer.claims if c.support != "not_factual")
     if not text.strip():
         return False
-    return float(cosines_to(question, [text], embedder)[0]) < floor
+    questions = list(dict.fromkeys(q for q in (question, book_question) if q))
+    return bool((cosines_to(text, questions, embedder) < floor).all())
 
 
 # ------------------------------------------------------------------------------ far passages
@@ -255,7 +258,8 @@ def cited_cosine(answer, question: str, embedder, book_question: Optional[str] =
     return best
 
 
-def cited_texts(answer) -> list[str]:
-    """The texts of the passages the answer's factual sentences cite."""
+def cited_texts(answer, text=lambda hit: hit.text) -> list[str]:
+    """The texts of the passages the answer's factual sentences cite (`text(hit)`: their text, or
+    book_words.headed's heading and text)."""
     cited = {lab for c in answer.claims if c.support != "not_factual" for lab in c.citations}
-    return [s.hit.text for s in answer.sources if s.label in cited]
+    return [text(s.hit) for s in answer.sources if s.label in cited]
