@@ -104,6 +104,13 @@ def test_a_slip_the_tokenizer_cuts_in_two_is_mended_only_when_letters_are_swappe
     # FTS5 stems "openations" to "open", a word of this page: the book's form in the fewest word pieces wins
     ops = _fts_book(["Open the door before search operations begin."])
     assert ops("openations") and book_words.slip_of("opeations", ops, pieces) == "operations"
+    # with `written`, the book's word is one a passage writes, not a look-alike FTS5 finds through a stem
+    page = "Oversized furniture is moved by two rescuers."
+    oversized = _fts_book([page])
+    assert oversized("overseated")  # porter stems both to "overs"
+    assert book_words.slip_of("overheated", oversized, pieces) == "overseated"
+    written = _texts([page])
+    assert book_words.slip_of("overheated", oversized, pieces, lambda c: bool(written(c))) is None
     # the book's word may be cut into one piece more than the reader's slip
     sprains = _fts_book(["Sprains and strains are treated alike.", "Blister agents burn the skin."])
     assert pieces("sprains") == pieces("sprians") + 1

@@ -40,6 +40,8 @@ def main() -> int:
     for qs, path in zip(args.set, args.db):
         conn = db.connect(path)
         in_books = lambda w: corpus.term_in_corpus(conn, w)  # noqa: E731
+        # as ask reads a slip (book_words.book_form): the book's word as a passage writes it
+        written = lambda c: any(corpus.texts_with(conn, f) for f in (c, c.capitalize(), c.upper()))  # noqa: E731
         seen = set()
         for line in open(qs, encoding="utf-8"):
             if not line.strip():
@@ -53,7 +55,7 @@ def main() -> int:
                 reads = []
                 for n in (args.before, args.after):
                     book_words.SLIP_MORE_PIECES = n
-                    reads.append(book_words.slip_of(w, in_books, pieces))
+                    reads.append(book_words.slip_of(w, in_books, pieces, written))
                 if reads[0] != reads[1] or (args.all and any(reads)):
                     changed += reads[0] != reads[1]
                     print(f"{Path(qs).name:<44} {w:<20} {reads[0]} -> {reads[1]}")

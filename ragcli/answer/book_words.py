@@ -93,7 +93,10 @@ def book_form(word: str, question: str, in_books: Callable[[str], bool],
         acronym = spelled_acronym(word, question, texts_with)
         if acronym:
             return acronym
-    return slip_of(word, in_books, pieces)
+    written = None
+    if texts_with is not None:  # the book's word as the books write it, not a stem's look-alike
+        written = lambda c: any(texts_with(f) for f in (c, c.capitalize(), c.upper()))  # noqa: E731
+    return slip_of(word, in_books, pieces, written)
 
 
 def acronym_in_books(acronym: str, texts_with: Callable[[str], list[str]]) -> bool:
@@ -134,7 +137,8 @@ def word_pieces(embedder) -> Optional[Callable[[str], int]]:
 
 
 def slip_of(word: str, in_books: Callable[[str], bool],
-            pieces: Optional[Callable[[str], int]] = None) -> Optional[str]:
+            pieces: Optional[Callable[[str], int]] = None,
+            written: Optional[Callable[[str], bool]] = None) -> Optional[str]:
     """The word of the books one slip of the keys from `word` (Damerau distance 1), or None. Only for
     a word of `SLIP_MIN` letters or more that the embedding model's vocabulary does not know (`pieces`):
     a word it holds whole, or whose stem it holds whole ("rashes": "rash" + "##es"), is a word of the
@@ -145,7 +149,9 @@ def slip_of(word: str, in_books: Callable[[str], bool],
     another word far more often than one letter short of it. The book's word is cut into at most
     one piece more than the reader's ("sprians" in two pieces, "sprains" in three), and a word one
     slip from two whole words of the vocabulary is left as it is. Without `pieces`, no word is read
-    as a slip; the first letter stays."""
+    as a slip; the first letter stays. With `written` (does a passage write it as such?), the book's
+    word must be one the books write, not one FTS5's stemmer matches through another ("overseated"
+    through "overseas" is no reading of "overheated")."""
     w = word.lower()
     if pieces is None or len(w) < SLIP_MIN or not w.isalpha():
         return None
@@ -166,7 +172,8 @@ def slip_of(word: str, in_books: Callable[[str], bool],
         return None
     # FTS5 stems what it looks up ("openations" finds "open"): of the book's forms, the one the
     # tokenizer holds in the fewest pieces is a word ("operations"), the others stems' look-alikes
-    found = [c for c in candidates if pieces(c) <= own + SLIP_MORE_PIECES and in_books(c)]
+    found = [c for c in candidates if pieces(c) <= own + SLIP_MORE_PIECES and in_books(c)
+             and (written is None or written(c))]
     return min(found, key=pieces) if found else None
 
 
