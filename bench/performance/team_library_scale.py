@@ -115,6 +115,18 @@ def fill(conn, texts, mat, books: int, pg: bool, maintenance_mem: str = "1GB") -
     return time.perf_counter() - t
 
 
+def _fill_child(path: Path, texts, mat, books: int, got) -> None:
+    conn = db.connect(path)
+    got.put(timed(lambda: fill(conn, texts, mat, books, False))[0])
+    conn.close()
+
+
+def _save(args, out: dict) -> None:
+    """Write what is measured so far (a long run keeps its figures if a later stage is cut short)."""
+    if args.out:
+        args.out.write_text(json.dumps({"scale": out, "partial": True}, indent=1))
+
+
 def p50(xs):
     return statistics.median(xs) * 1000
 
@@ -140,19 +152,39 @@ def scale(args) -> dict:
     exact = [set((np.argsort(-(mat @ q), kind="stable")[:10] + 1).tolist()) for q in queries]
     print(f"{args.n} vectors, exact top 10 of {len(queries)} queries", file=sys.stderr)
     tmp = Path(tempfile.mkdtemp())
-    sq = db.connect(tmp / "scale.db")
-    t_sq, _ = timed(lambda: fill(sq, texts, mat, args.books, False))
-    pg = backend.connect(f"{args.pg}{'&' if '?' in args.pg else '?'}schema=bench_scale_{args.n}_{args.synth}")
+    address = f"{args.pg}{'&' if '?' in args.pg else '?'}schema=bench_scale_{args.n}_{args.synth}"
+    pg = backend.connect(address)
     if store.list_books(pg):
         raise SystemExit("schema bench_scale_N exists: drop it first (DROP SCHEMA ... CASCADE)")
-    t_pg_load, build = timed(lambda: fill(pg, texts, mat, args.books, True, args.maintenance_mem))
-    print(f"postgres loaded, HNSW built in {build:.0f} s", file=sys.stderr)
+    if args.parallel_fill:
+        # The SQLite file filled by a forked child while this process loads PostgreSQL (the two loads
+        # overlap, so each load time, and the HNSW build's, is taken with the other running beside it).
+        # Forked before this process holds a server connection, which a child must not share.
+        import multiprocessing
+
+        pg.close()
+        ctx = multiprocessing.get_context("fork")
+        got = ctx.Queue()
+        child = ctx.Process(target=_fill_child, args=(tmp / "scale.db", texts, mat, args.books, got))
+        child.start()
+        pg = backend.connect(address)
+        t_pg_load, build = timed(lambda: fill(pg, texts, mat, args.books, True, args.maintenance_mem))
+        print(f"postgres loaded, HNSW built in {build:.0f} s", file=sys.stderr)
+        t_sq = got.get()
+        child.join()
+        sq = db.connect(tmp / "scale.db")
+    else:
+        sq = db.connect(tmp / "scale.db")
+        t_sq, _ = timed(lambda: fill(sq, texts, mat, args.books, False))
+        t_pg_load, build = timed(lambda: fill(pg, texts, mat, args.books, True, args.maintenance_mem))
+        print(f"postgres loaded, HNSW built in {build:.0f} s", file=sys.stderr)
     sizes = dict(pg.execute("SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON "
                             "n.oid = c.relnamespace WHERE n.nspname = ? AND c.relname IN "
                             "('passage_vec', 'passage_vec_hnsw', 'passages', 'passages_tsv')", (pg.schema,)).fetchall())
     out = {"n": args.n, "real": len(base), "books": args.books, "noise": args.noise, "hnsw_build_s": build,
            "sizes_mb": {k: v / 1e6 for k, v in sizes.items()}, "sqlite_file_mb": (tmp / "scale.db").stat().st_size / 1e6,
-           "load_s": {"sqlite": t_sq, "postgres": t_pg_load - build}}
+           "load_s": {"sqlite": t_sq, "postgres": t_pg_load - build}, "parallel_fill": args.parallel_fill}
+    _save(args, out)
     from ragcli.search.options import SearchOptions
     from ragcli.search.pipeline import search
 
@@ -174,9 +206,12 @@ def scale(args) -> dict:
         out[name] = {"dense_p50_ms": p50(times), "recall@10": float(np.mean(recall)),
                      "filtered_p50_ms": p50(ftimes), "filtered_min_hits": min(fcounts),
                      "hybrid_p50_ms": p50(htimes)}
+        print(f"  {name}: {json.dumps(out[name])}", file=sys.stderr)
+        _save(args, out)
     out["dense_ratio_pg_over_sqlite"] = out["postgres"]["dense_p50_ms"] / out["sqlite"]["dense_p50_ms"]
     out["ef_curve"] = ef_curve(pg, queries, exact, [int(e) for e in args.ef.split(",")], "vector",
                                out["sqlite"]["dense_p50_ms"])
+    _save(args, out)
     if args.halfvec:
         t = time.perf_counter()
         pg.execute(f"CREATE INDEX passage_vec_half ON passage_vec USING hnsw ((embedding::halfvec({mat.shape[1]})) "
@@ -279,6 +314,8 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the PostgreSQL schema (default: dropped after)")
     ap.add_argument("--maintenance-mem", default="1GB", help="maintenance_work_mem of the HNSW build")
     ap.add_argument("--queries", type=int, default=60)
+    ap.add_argument("--parallel-fill", action="store_true",
+                    help="fill the SQLite file in a child process while PostgreSQL loads and builds its index")
     ap.add_argument("--ingest", type=Path, help="a real book: ingest time on both backends")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", type=Path)
