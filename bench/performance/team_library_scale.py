@@ -13,9 +13,9 @@ books (their texts: the real texts, cycled):
   (clusters of near-copies round each real vector: cosine about 1/sqrt(1 + 384 noise^2) to it).
 Queries: the FM 4-25.11 questions embedded by the same model. Reported side by side:
 - dense k=10 p50 of ragcli's SQLite store (sign-bit codes + float16 rescoring) and of pgvector HNSW
-  (ef_search as ragcli sets it), each with recall@10 against an exact numpy scan; for PostgreSQL also
-  the recall against p50 curve over --ef values of hnsw.ef_search, and with --halfvec the same curve for
-  an HNSW index over the vectors cast to halfvec (half the index size);
+  (ragcli's graph over halfvec casts, ef_search as ragcli sets it), each with recall@10 against an exact
+  numpy scan; for PostgreSQL also the recall against p50 curve over --ef values of hnsw.ef_search, and
+  with --float-index the same curve for an HNSW index over the float32 vectors (the graph before m011);
 - a search filtered to one book: hits returned (must be k) and p50;
 - hybrid p50 (both legs and fusion, as `ragcli search` runs them);
 - the HNSW build time and the index and table sizes;
@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from ragcli.models import embed  # noqa: E402
 from ragcli.store import backend, corpus as store, db, vectors as vector_index  # noqa: E402
+from ragcli.store.postgres import vectors as pg_vectors  # noqa: E402
 from ragcli.store.sql import transaction  # noqa: E402
 
 
@@ -91,7 +92,7 @@ def fill(conn, texts, mat, books: int, pg: bool, maintenance_mem: str = "1GB") -
         store.set_meta(conn, "embedding_dim", "384")
         vector_index.create_tables(conn, 384)
         if pg:
-            conn.execute("DROP INDEX passage_vec_hnsw")
+            conn.execute(f"DROP INDEX {pg_vectors.HNSW_INDEX}")
     for b in range(books):
         lo, hi = b * per, min(n, (b + 1) * per)
         if lo >= hi:
@@ -110,8 +111,7 @@ def fill(conn, texts, mat, books: int, pg: bool, maintenance_mem: str = "1GB") -
         return 0.0
     t = time.perf_counter()
     conn.execute(f"SET maintenance_work_mem = '{maintenance_mem}'")  # the graph built in memory
-    conn.execute("CREATE INDEX passage_vec_hnsw ON passage_vec USING hnsw (embedding vector_cosine_ops) "
-                 "WITH (m = 16, ef_construction = 64)")
+    pg_vectors.create_hnsw(conn, mat.shape[1])  # the graph ragcli builds (over halfvec casts, m011)
     return time.perf_counter() - t
 
 
@@ -180,7 +180,7 @@ def scale(args) -> dict:
         print(f"postgres loaded, HNSW built in {build:.0f} s", file=sys.stderr)
     sizes = dict(pg.execute("SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON "
                             "n.oid = c.relnamespace WHERE n.nspname = ? AND c.relname IN "
-                            "('passage_vec', 'passage_vec_hnsw', 'passages', 'passages_tsv')", (pg.schema,)).fetchall())
+                            "('passage_vec', ?, 'passages', 'passages_tsv')", (pg.schema, pg_vectors.HNSW_INDEX)).fetchall())
     out = {"n": args.n, "real": len(base), "books": args.books, "noise": args.noise, "hnsw_build_s": build,
            "sizes_mb": {k: v / 1e6 for k, v in sizes.items()}, "sqlite_file_mb": (tmp / "scale.db").stat().st_size / 1e6,
            "load_s": {"sqlite": t_sq, "postgres": t_pg_load - build}, "parallel_fill": args.parallel_fill}
@@ -209,19 +209,19 @@ def scale(args) -> dict:
         print(f"  {name}: {json.dumps(out[name])}", file=sys.stderr)
         _save(args, out)
     out["dense_ratio_pg_over_sqlite"] = out["postgres"]["dense_p50_ms"] / out["sqlite"]["dense_p50_ms"]
-    out["ef_curve"] = ef_curve(pg, queries, exact, [int(e) for e in args.ef.split(",")], "vector",
+    out["ef_curve"] = ef_curve(pg, queries, exact, [int(e) for e in args.ef.split(",")], "halfvec",
                                out["sqlite"]["dense_p50_ms"])
     _save(args, out)
-    if args.halfvec:
+    if args.float_index:
         t = time.perf_counter()
-        pg.execute(f"CREATE INDEX passage_vec_half ON passage_vec USING hnsw ((embedding::halfvec({mat.shape[1]})) "
-                   "halfvec_cosine_ops) WITH (m = 16, ef_construction = 64)")
-        out["halfvec_build_s"] = time.perf_counter() - t
-        out["sizes_mb"]["passage_vec_half"] = pg.execute(
+        pg.execute("CREATE INDEX passage_vec_float ON passage_vec USING hnsw (embedding vector_cosine_ops) "
+                   "WITH (m = 16, ef_construction = 64)")
+        out["float_build_s"] = time.perf_counter() - t
+        out["sizes_mb"]["passage_vec_float"] = pg.execute(
             "SELECT pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = ? AND c.relname = 'passage_vec_half'", (pg.schema,)).fetchone()[0] / 1e6
-        out["ef_curve_halfvec"] = ef_curve(pg, queries, exact, [int(e) for e in args.ef.split(",")], "halfvec",
-                                           out["sqlite"]["dense_p50_ms"])
+            "WHERE n.nspname = ? AND c.relname = 'passage_vec_float'", (pg.schema,)).fetchone()[0] / 1e6
+        out["ef_curve_float"] = ef_curve(pg, queries, exact, [int(e) for e in args.ef.split(",")], "vector",
+                                         out["sqlite"]["dense_p50_ms"])
     if not args.keep:
         pg.execute(f'DROP SCHEMA "{pg.schema}" CASCADE')
     return out
@@ -310,7 +310,8 @@ def main() -> int:
     ap.add_argument("--synth", choices=("gaussian", "perturb"), default="gaussian",
                     help="how the vectors beyond the real ones are made")
     ap.add_argument("--ef", default="40,100,200,400", help="hnsw.ef_search values of the recall curve")
-    ap.add_argument("--halfvec", action="store_true", help="also an HNSW index over halfvec casts, its curve")
+    ap.add_argument("--float-index", action="store_true",
+                    help="also an HNSW index over the float32 vectors (the graph before m011), its curve")
     ap.add_argument("--keep", action="store_true", help="keep the PostgreSQL schema (default: dropped after)")
     ap.add_argument("--maintenance-mem", default="1GB", help="maintenance_work_mem of the HNSW build")
     ap.add_argument("--queries", type=int, default=60)
