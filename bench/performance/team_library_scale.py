@@ -45,8 +45,16 @@ from ragcli.store.sql import transaction  # noqa: E402
 
 def source_rows(dbs: Path):
     texts, vecs = [], []
+    work = Path(tempfile.mkdtemp())
     for path in sorted(dbs.glob("*.db")):
-        conn = db.connect(path, create=False)
+        # read from a copy (SQLite's backup, WAL included): opening a library migrates it, and the
+        # shared libraries must stay as they are for the ragcli that made them
+        src = db.sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        dst = db.sqlite3.connect(work / path.name)
+        src.backup(dst)
+        src.close()
+        dst.close()
+        conn = db.connect(work / path.name, create=False)
         rows = conn.execute("SELECT p.id, p.text FROM passages p ORDER BY p.id").fetchall()
         got = vector_index.stored_vectors(conn, "passage_vec", [r[0] for r in rows])
         for pid, text in rows:
