@@ -175,6 +175,7 @@ def test_a_filtered_search_returns_k_hits(pg_library, monkeypatch):
 
     from ragcli.store.postgres import search as pg_search
     from ragcli.store.postgres import vectors as pg_vectors
+    from ragcli.store.postgres.connection import EF_SEARCH
 
     monkeypatch.setattr(pg_search, "EXACT_FILTERED", 0)
     rng = np.random.default_rng(7)
@@ -203,9 +204,11 @@ def test_a_filtered_search_returns_k_hits(pg_library, monkeypatch):
     assert len(hits) == 50 and len(set(h for h, _ in hits)) == 50
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
     c.execute("SET hnsw.iterative_scan = off")  # what a plain filtered HNSW query gives: the test has teeth
+    c.execute("SET hnsw.ef_search = 40")  # (pgvector's default: fewer candidates than this library's rows)
     assert len(pg_search._indexed(c, "passage_vec", q, 50, " AND book_id = ANY(?)", [[far]])) < 50
     assert len(vector_index.dense_search(c, q, 50, [far])) == 50  # short of k: scanned exactly instead
     c.execute("SET hnsw.iterative_scan = relaxed_order")
+    c.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
     c.execute("SET enable_seqscan = on")
     monkeypatch.setattr(pg_search, "EXACT_FILTERED", 20_000)
     assert [h for h, _ in vector_index.dense_search(c, q, 50, [far])] == [h for h, _ in hits]
