@@ -38,6 +38,26 @@ def library(request, tmp_path):
     return request.getfixturevalue("pg_library")
 
 
+@pytest.fixture(scope="module")
+def read_only_libraries(pg_server, embedder, tmp_path_factory):
+    """One SQLite file and one PostgreSQL schema, each with the primer (its file kept) and the heart
+    failure article ingested, for the tests that only read them: ingested once per module, not per test."""
+    import secrets
+
+    from ragcli.ingest import pipeline as ingest
+
+    where = {"sqlite": str(tmp_path_factory.mktemp("read-only") / "lib.db"),
+             "postgres": schema_address(pg_server, "r_" + secrets.token_hex(6))}
+    for name, address in where.items():
+        c = backend.connect(address)
+        ingest.ingest_file(c, SAMPLE_BOOK, embedder, book_id="primer", keep_file=True)
+        ingest.ingest_file(c, BOOKS["heart"], embedder, book_id="heart")
+        with transaction(c):
+            c.execute("INSERT INTO folders(path, added_at) VALUES ('/shelf', 'now')")
+        c.close()
+    return where
+
+
 @pytest.fixture
 def conn(library):
     c = backend.connect(library)
@@ -137,14 +157,10 @@ def test_a_library_of_a_newer_ragcli_is_refused(library):
 
 # -- PostgreSQL --------------------------------------------------------------------------------------
 
-def test_dense_results_equal_sqlite_on_the_same_vectors(tmp_path, pg_library, embedder):
-    from ragcli.ingest import pipeline as ingest
-
+def test_dense_results_equal_sqlite_on_the_same_vectors(read_only_libraries, embedder):
     got = {}
-    for name, where in (("sqlite", str(tmp_path / "s.db")), ("postgres", pg_library)):
+    for name, where in read_only_libraries.items():  # each backend ingested the same two books
         c = backend.connect(where)
-        for book_id in ("primer", "heart"):
-            ingest.ingest_file(c, BOOKS[book_id], embedder, book_id=book_id)
         q = embedder.embed(["what does an ACE inhibitor do in heart failure"])[0]
         got[name] = ([pid for pid, _ in vector_index.dense_search(c, q, 10)],
                      [pid for pid, _ in vector_index.dense_search(c, q, 10, ["primer"])])
@@ -158,6 +174,8 @@ def test_a_filtered_search_returns_k_hits(pg_library, monkeypatch):
     import numpy as np
 
     from ragcli.store.postgres import search as pg_search
+    from ragcli.store.postgres import vectors as pg_vectors
+    from ragcli.store.postgres.connection import EF_SEARCH
 
     monkeypatch.setattr(pg_search, "EXACT_FILTERED", 0)
     rng = np.random.default_rng(7)
@@ -179,18 +197,64 @@ def test_a_filtered_search_returns_k_hits(pg_library, monkeypatch):
     c.execute("DROP INDEX passage_vec_book")
     c.execute("SET enable_seqscan = off")
     plan = " ".join(r[0] for r in c.execute("EXPLAIN SELECT id FROM passage_vec WHERE book_id = ANY(?) "
-                                              "ORDER BY embedding <=> ? LIMIT 50", ([far], q)))
-    assert "passage_vec_hnsw" in plan
+                                              f"ORDER BY {pg_vectors.hnsw_key(384)} <=> ?::halfvec(384) LIMIT 50",
+                                              ([far], q)))
+    assert pg_vectors.HNSW_INDEX in plan  # the search's ORDER BY is the halfvec graph's expression
     hits = vector_index.dense_search(c, q, 50, [far])
     assert len(hits) == 50 and len(set(h for h, _ in hits)) == 50
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
     c.execute("SET hnsw.iterative_scan = off")  # what a plain filtered HNSW query gives: the test has teeth
+    c.execute("SET hnsw.ef_search = 40")  # (pgvector's default: fewer candidates than this library's rows)
     assert len(pg_search._indexed(c, "passage_vec", q, 50, " AND book_id = ANY(?)", [[far]])) < 50
     assert len(vector_index.dense_search(c, q, 50, [far])) == 50  # short of k: scanned exactly instead
     c.execute("SET hnsw.iterative_scan = relaxed_order")
+    c.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
     c.execute("SET enable_seqscan = on")
     monkeypatch.setattr(pg_search, "EXACT_FILTERED", 20_000)
     assert [h for h, _ in vector_index.dense_search(c, q, 50, [far])] == [h for h, _ in hits]
+    c.close()
+
+
+def test_m011_moves_an_existing_library_to_the_halfvec_graph(pg_library, monkeypatch):
+    """A library written before m011 (its graph over the float32 vectors) is upgraded on open: the old
+    graph dropped, the halfvec one built from the stored rows, the same top 10 found, the rows float32."""
+    import numpy as np
+
+    from ragcli.store import migrations
+    from ragcli.store.postgres import schema as pg_schema
+    from ragcli.store.postgres import vectors as pg_vectors
+
+    old_steps = {k: v for k, v in pg_schema.STEPS.items() if k != "m011_halfvec_index"}
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(300, 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    with monkeypatch.context() as m:
+        m.setattr(migrations, "STEPS", migrations.STEPS[:-1])
+        m.setattr(pg_schema, "STEPS", old_steps)
+        c = backend.connect(pg_library)
+        _books(c, 1)
+        with transaction(c):
+            ids = [c.execute("INSERT INTO passages(book_id, ordinal, kind, section_path, heading, page_start,"
+                             " page_end, text, text_hash, embed_hash) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                             ("b0", i, "passage", "[]", "", 1, 1, "x", "h", "e")).lastrowid for i in range(300)]
+            vector_index.create_tables(c, 384)
+            c.execute(f"DROP INDEX {pg_vectors.HNSW_INDEX}")  # the graph m010's ragcli built
+            c.execute("CREATE INDEX passage_vec_hnsw ON passage_vec USING hnsw (embedding vector_cosine_ops)")
+            vector_index.add_vectors(c, "b0", ids, vecs)
+        c.close()
+
+    def indexes(conn):
+        return {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = ?", (conn.schema,))}
+
+    c = backend.connect(pg_library)  # opening applies m011
+    assert [r[0] for r in c.execute("SELECT name FROM migrations ORDER BY rowid")][-1] == "m011_halfvec_index"
+    assert pg_vectors.HNSW_INDEX in indexes(c) and "passage_vec_hnsw" not in indexes(c)
+    assert pg_vectors.stored_dim(c) == 384
+    q = vecs[7] + 0.1 * rng.normal(size=384).astype(np.float32)
+    exact = np.argsort(-(vecs @ q))[:10]
+    got = vector_index.dense_search(c, q, 10)
+    assert [pid for pid, _ in got] == [ids[i] for i in exact]
+    assert np.array_equal(vector_index.stored_vectors(c, "passage_vec", [ids[7]])[ids[7]], vecs[7])  # float32
     c.close()
 
 
@@ -251,17 +315,24 @@ def test_info_names_the_server_and_hides_the_password(pg_library, run_module):
     assert _password(pg_library) not in res.stdout and data["corpus"].startswith("postgresql://ragcli@")
 
 
-def test_cli_end_to_end_on_postgresql(pg_library, run_module, tiny_gguf, tmp_path, monkeypatch):
+def _cli_ok(cli):
+    """The CLI in this process (the embedder loaded once, not once a command), exit 0 asserted."""
+    def run(*args):
+        res = cli(*args)
+        assert res.exit_code == 0, (args, res.stderr, res.exception)
+        return res
+
+    return run
+
+
+def test_cli_end_to_end_on_postgresql(pg_library, run_module, cli, tiny_gguf, tmp_path, monkeypatch):
+    """`ragcli ingest` as a process of its own, then the other commands through the same CLI in this one."""
     from ragcli.models.grammars import forced_text_grammar
 
     monkeypatch.setenv("RAGCLI_DB", pg_library)  # the address from the environment, as a team sets it
-
-    def run(*args):
-        res = run_module(*args, timeout=600)
-        assert res.returncode == 0, (args, res.stderr)
-        return res
-
-    run("ingest", SAMPLE_BOOK)
+    ingested = run_module("ingest", SAMPLE_BOOK, timeout=600)
+    assert ingested.returncode == 0, ingested.stderr
+    run = _cli_ok(cli)
     hits = json.loads(run("search", "how is an aneurysm clipped", "--json", "-k", "5").stdout)
     assert len(hits["hits"] if isinstance(hits, dict) else hits) == 5
     grammar = tmp_path / "g.gbnf"
@@ -325,6 +396,40 @@ def _first(data):
     return data["results"][0] if "results" in data else data
 
 
+def _kill_9_at_its_write(proc, libpq: str, holder, statement: str, what: str) -> None:
+    """Wait until `proc` (a ragcli process) waits on a lock at `statement` (a row `holder`'s open
+    transaction holds), SIGKILL it there, release the holder, and wait until the server has ended the
+    killed client's backend (it does when it sees the socket close)."""
+    import psycopg
+
+    watcher = psycopg.connect(libpq, autocommit=True)
+    try:
+        try:
+            deadline, waiting = time.monotonic() + 300, None
+            while time.monotonic() < deadline and proc.poll() is None:
+                waiting = watcher.execute("SELECT pid FROM pg_stat_activity WHERE application_name = 'ragcli' "
+                                          "AND wait_event_type = 'Lock' AND query ILIKE %s",
+                                          (statement + "%",)).fetchone()
+                if waiting:
+                    break
+                time.sleep(0.05)
+            assert proc.poll() is None, f"{what} ended before it reached its last write"
+            assert waiting, f"{what} never reached its last write"
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            holder.rollback()
+            holder.close()
+        for _ in range(300):
+            if not watcher.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", waiting).fetchone():
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"the server kept the killed {what}'s backend")
+    finally:
+        watcher.close()
+
+
 def test_kill_9_during_the_write_of_a_book_leaves_nothing(pg_library, embedder, tmp_path, monkeypatch):
     """The ingester is stopped inside its write transaction: its last statement (the file's row) waits
     on a row this test holds, after the book, its passages and its vectors were written. kill -9 there."""
@@ -348,27 +453,7 @@ def test_kill_9_during_the_write_of_a_book_leaves_nothing(pg_library, embedder, 
     monkeypatch.setenv("RAGCLI_DB", pg_library)
     proc = subprocess.Popen([sys.executable, "-m", "ragcli", "ingest", str(book)], cwd=ROOT, env=dict(os.environ),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    watcher = psycopg.connect(libpq, autocommit=True)
-    try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None:
-            waiting = watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ragcli' "
-                                      "AND wait_event_type = 'Lock' AND query ILIKE 'INSERT INTO files%%'").fetchone()[0]
-            if waiting:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the ingester ended before it reached its last write"
-        assert waiting, "the ingester never reached its last write"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        holder.rollback()
-        holder.close()
-    for _ in range(100):  # the server ends the killed client's transaction when it sees the socket close
-        if not watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ragcli'").fetchone()[0]:
-            break
-        time.sleep(0.1)
-    watcher.close()
+    _kill_9_at_its_write(proc, libpq, holder, "INSERT INTO files", "the ingester")
     c = backend.connect(pg_library)
     assert store.list_books(c) == [] and store.counts(c)["passages"] == 0 and store.counts(c)["figures"] == 0
     assert not vector_index.has_vectors(c)  # even the vector tables, created in that transaction, are gone
@@ -393,18 +478,14 @@ def test_the_address_comes_from_the_flag_the_environment_or_the_config_file(tmp_
     assert redact("postgresql://h/x") == "postgresql://h/x" and redact("/a/b.db") == "/a/b.db"
 
 
-def test_serve_shares_a_pool_of_connections(pg_library, embedder):
+def test_serve_shares_a_pool_of_connections(read_only_libraries, embedder):
     """`serve` on a PostgreSQL library: one pooled connection for every thread, at most POOL_SIZE
     server connections, the same hits from each thread as from one."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ragcli.ingest import pipeline as ingest
     from ragcli.serve.library import POOL_SIZE, Library
 
-    c = backend.connect(pg_library)
-    ingest.ingest_file(c, SAMPLE_BOOK, embedder, book_id="primer")
-    c.close()
-    lib = Library(pg_library, embedder)
+    lib = Library(read_only_libraries["postgres"], embedder)
     assert lib.conn() is lib.conn() and lib.conn()._pool is not None
     one = lib.search("how is an aneurysm clipped", k=5)
     with ThreadPoolExecutor(12) as pool:
@@ -416,7 +497,7 @@ def test_serve_shares_a_pool_of_connections(pg_library, embedder):
 
 # -- the source files kept in the library (m010_file_copies) --------------------------------------
 
-def test_a_postgresql_library_keeps_the_file_and_shows_its_pages_without_it(pg_library, run_module, tmp_path,
+def test_a_postgresql_library_keeps_the_file_and_shows_its_pages_without_it(pg_library, run_module, cli, tmp_path,
                                                                              monkeypatch):
     """ingest keeps a copy of the file by default; `open` and `show --image` use the local file while it
     has the same bytes, the library's copy when it is gone or changed; `copy` carries the copies."""
@@ -430,12 +511,9 @@ def test_a_postgresql_library_keeps_the_file_and_shows_its_pages_without_it(pg_l
     monkeypatch.setenv("RAGCLI_DB", pg_library)
     monkeypatch.setenv("RAGCLI_VIEWER", "true {file} {page}")  # a viewer that opens nothing
 
-    def run(*args, code=0):
-        res = run_module(*args, timeout=600)
-        assert res.returncode == code, (args, res.stderr)
-        return res
-
-    run("ingest", book)
+    ingested = run_module("ingest", book, timeout=600)  # a process of its own; the rest in this one
+    assert ingested.returncode == 0, ingested.stderr
+    run = _cli_ok(cli)
     c = backend.connect(pg_library)
     [row] = c.execute("SELECT file_hash, name, size FROM file_copies").fetchall()
     assert row == (store.list_books(c)[0].file_hash, "primer.pdf", SAMPLE_BOOK.stat().st_size)
@@ -534,22 +612,17 @@ def test_a_file_over_the_size_limit_is_refused_in_one_line(pg_library, embedder,
         c.close()
 
 
-def test_a_killed_copy_leaves_the_destination_empty_and_a_second_copy_runs_whole(pg_library, embedder, tmp_path,
-                                                                               monkeypatch):
+def test_a_killed_copy_leaves_the_destination_empty_and_a_second_copy_runs_whole(pg_library, read_only_libraries):
     """`copy` is atomic: it writes the destination in one transaction. The copy is held inside that
     transaction (its insert into `folders` waits on a row this test holds, after the books, passages,
     vectors and file copies were written) and killed there with SIGKILL."""
     import psycopg
 
-    from ragcli.ingest import pipeline as ingest
     from ragcli.store import copy as library_copy
     from ragcli.store.postgres.connection import split_address
 
-    src = tmp_path / "src.db"
-    c = backend.connect(src)
-    ingest.ingest_file(c, SAMPLE_BOOK, embedder, book_id="primer", keep_file=True)
-    with transaction(c):
-        c.execute("INSERT INTO folders(path, added_at) VALUES ('/shelf', 'now')")
+    src = read_only_libraries["sqlite"]  # the primer's file kept, a folder registered: copy only reads it
+    c = backend.connect(src, create=False)
     before = library_copy.table_counts(c)
     c.close()
     backend.connect(pg_library).close()  # the destination library exists, empty
@@ -559,26 +632,7 @@ def test_a_killed_copy_leaves_the_destination_empty_and_a_second_copy_runs_whole
     holder.execute("INSERT INTO folders(path, added_at) VALUES ('/shelf', 'now')")
     proc = subprocess.Popen([sys.executable, "-m", "ragcli", "copy", str(src), pg_library], cwd=ROOT,
                             env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    watcher = psycopg.connect(libpq, autocommit=True)
-    try:
-        deadline, waiting = time.monotonic() + 300, 0
-        while time.monotonic() < deadline and proc.poll() is None:
-            waiting = watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ragcli' "
-                                      "AND wait_event_type = 'Lock' AND query ILIKE 'INSERT INTO folders%%'").fetchone()[0]
-            if waiting:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None and waiting, "the copy never reached its write of the folders"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        holder.rollback()
-        holder.close()
-    for _ in range(100):
-        if not watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ragcli'").fetchone()[0]:
-            break
-        time.sleep(0.1)
-    watcher.close()
+    _kill_9_at_its_write(proc, libpq, holder, "INSERT INTO folders", "the copy")
     dst = backend.connect(pg_library)
     try:
         after_kill = library_copy.table_counts(dst)

@@ -13,9 +13,9 @@ books (their texts: the real texts, cycled):
   (clusters of near-copies round each real vector: cosine about 1/sqrt(1 + 384 noise^2) to it).
 Queries: the FM 4-25.11 questions embedded by the same model. Reported side by side:
 - dense k=10 p50 of ragcli's SQLite store (sign-bit codes + float16 rescoring) and of pgvector HNSW
-  (ef_search as ragcli sets it), each with recall@10 against an exact numpy scan; for PostgreSQL also
-  the recall against p50 curve over --ef values of hnsw.ef_search, and with --halfvec the same curve for
-  an HNSW index over the vectors cast to halfvec (half the index size);
+  (ragcli's graph over halfvec casts, ef_search as ragcli sets it), each with recall@10 against an exact
+  numpy scan; for PostgreSQL also the recall against p50 curve over --ef values of hnsw.ef_search, and
+  with --float-index the same curve for an HNSW index over the float32 vectors (the graph before m011);
 - a search filtered to one book: hits returned (must be k) and p50;
 - hybrid p50 (both legs and fusion, as `ragcli search` runs them);
 - the HNSW build time and the index and table sizes;
@@ -39,13 +39,22 @@ sys.path.insert(0, str(ROOT))
 
 from ragcli.models import embed  # noqa: E402
 from ragcli.store import backend, corpus as store, db, vectors as vector_index  # noqa: E402
+from ragcli.store.postgres import vectors as pg_vectors  # noqa: E402
 from ragcli.store.sql import transaction  # noqa: E402
 
 
 def source_rows(dbs: Path):
     texts, vecs = [], []
+    work = Path(tempfile.mkdtemp())
     for path in sorted(dbs.glob("*.db")):
-        conn = db.connect(path, create=False)
+        # read from a copy (SQLite's backup, WAL included): opening a library migrates it, and the
+        # shared libraries must stay as they are for the ragcli that made them
+        src = db.sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        dst = db.sqlite3.connect(work / path.name)
+        src.backup(dst)
+        src.close()
+        dst.close()
+        conn = db.connect(work / path.name, create=False)
         rows = conn.execute("SELECT p.id, p.text FROM passages p ORDER BY p.id").fetchall()
         got = vector_index.stored_vectors(conn, "passage_vec", [r[0] for r in rows])
         for pid, text in rows:
@@ -91,7 +100,7 @@ def fill(conn, texts, mat, books: int, pg: bool, maintenance_mem: str = "1GB") -
         store.set_meta(conn, "embedding_dim", "384")
         vector_index.create_tables(conn, 384)
         if pg:
-            conn.execute("DROP INDEX passage_vec_hnsw")
+            conn.execute(f"DROP INDEX {pg_vectors.HNSW_INDEX}")
     for b in range(books):
         lo, hi = b * per, min(n, (b + 1) * per)
         if lo >= hi:
@@ -110,9 +119,20 @@ def fill(conn, texts, mat, books: int, pg: bool, maintenance_mem: str = "1GB") -
         return 0.0
     t = time.perf_counter()
     conn.execute(f"SET maintenance_work_mem = '{maintenance_mem}'")  # the graph built in memory
-    conn.execute("CREATE INDEX passage_vec_hnsw ON passage_vec USING hnsw (embedding vector_cosine_ops) "
-                 "WITH (m = 16, ef_construction = 64)")
+    pg_vectors.create_hnsw(conn, mat.shape[1])  # the graph ragcli builds (over halfvec casts, m011)
     return time.perf_counter() - t
+
+
+def _fill_child(path: Path, texts, mat, books: int, got) -> None:
+    conn = db.connect(path)
+    got.put(timed(lambda: fill(conn, texts, mat, books, False))[0])
+    conn.close()
+
+
+def _save(args, out: dict) -> None:
+    """Write what is measured so far (a long run keeps its figures if a later stage is cut short)."""
+    if args.out:
+        args.out.write_text(json.dumps({"scale": out, "partial": True}, indent=1))
 
 
 def p50(xs):
@@ -140,19 +160,39 @@ def scale(args) -> dict:
     exact = [set((np.argsort(-(mat @ q), kind="stable")[:10] + 1).tolist()) for q in queries]
     print(f"{args.n} vectors, exact top 10 of {len(queries)} queries", file=sys.stderr)
     tmp = Path(tempfile.mkdtemp())
-    sq = db.connect(tmp / "scale.db")
-    t_sq, _ = timed(lambda: fill(sq, texts, mat, args.books, False))
-    pg = backend.connect(f"{args.pg}{'&' if '?' in args.pg else '?'}schema=bench_scale_{args.n}_{args.synth}")
+    address = f"{args.pg}{'&' if '?' in args.pg else '?'}schema=bench_scale_{args.n}_{args.synth}"
+    pg = backend.connect(address)
     if store.list_books(pg):
         raise SystemExit("schema bench_scale_N exists: drop it first (DROP SCHEMA ... CASCADE)")
-    t_pg_load, build = timed(lambda: fill(pg, texts, mat, args.books, True, args.maintenance_mem))
-    print(f"postgres loaded, HNSW built in {build:.0f} s", file=sys.stderr)
+    if args.parallel_fill:
+        # The SQLite file filled by a forked child while this process loads PostgreSQL (the two loads
+        # overlap, so each load time, and the HNSW build's, is taken with the other running beside it).
+        # Forked before this process holds a server connection, which a child must not share.
+        import multiprocessing
+
+        pg.close()
+        ctx = multiprocessing.get_context("fork")
+        got = ctx.Queue()
+        child = ctx.Process(target=_fill_child, args=(tmp / "scale.db", texts, mat, args.books, got))
+        child.start()
+        pg = backend.connect(address)
+        t_pg_load, build = timed(lambda: fill(pg, texts, mat, args.books, True, args.maintenance_mem))
+        print(f"postgres loaded, HNSW built in {build:.0f} s", file=sys.stderr)
+        t_sq = got.get()
+        child.join()
+        sq = db.connect(tmp / "scale.db")
+    else:
+        sq = db.connect(tmp / "scale.db")
+        t_sq, _ = timed(lambda: fill(sq, texts, mat, args.books, False))
+        t_pg_load, build = timed(lambda: fill(pg, texts, mat, args.books, True, args.maintenance_mem))
+        print(f"postgres loaded, HNSW built in {build:.0f} s", file=sys.stderr)
     sizes = dict(pg.execute("SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON "
                             "n.oid = c.relnamespace WHERE n.nspname = ? AND c.relname IN "
-                            "('passage_vec', 'passage_vec_hnsw', 'passages', 'passages_tsv')", (pg.schema,)).fetchall())
+                            "('passage_vec', ?, 'passages', 'passages_tsv')", (pg.schema, pg_vectors.HNSW_INDEX)).fetchall())
     out = {"n": args.n, "real": len(base), "books": args.books, "noise": args.noise, "hnsw_build_s": build,
            "sizes_mb": {k: v / 1e6 for k, v in sizes.items()}, "sqlite_file_mb": (tmp / "scale.db").stat().st_size / 1e6,
-           "load_s": {"sqlite": t_sq, "postgres": t_pg_load - build}}
+           "load_s": {"sqlite": t_sq, "postgres": t_pg_load - build}, "parallel_fill": args.parallel_fill}
+    _save(args, out)
     from ragcli.search.options import SearchOptions
     from ragcli.search.pipeline import search
 
@@ -174,19 +214,22 @@ def scale(args) -> dict:
         out[name] = {"dense_p50_ms": p50(times), "recall@10": float(np.mean(recall)),
                      "filtered_p50_ms": p50(ftimes), "filtered_min_hits": min(fcounts),
                      "hybrid_p50_ms": p50(htimes)}
+        print(f"  {name}: {json.dumps(out[name])}", file=sys.stderr)
+        _save(args, out)
     out["dense_ratio_pg_over_sqlite"] = out["postgres"]["dense_p50_ms"] / out["sqlite"]["dense_p50_ms"]
-    out["ef_curve"] = ef_curve(pg, queries, exact, [int(e) for e in args.ef.split(",")], "vector",
+    out["ef_curve"] = ef_curve(pg, queries, exact, [int(e) for e in args.ef.split(",")], "halfvec",
                                out["sqlite"]["dense_p50_ms"])
-    if args.halfvec:
+    _save(args, out)
+    if args.float_index:
         t = time.perf_counter()
-        pg.execute(f"CREATE INDEX passage_vec_half ON passage_vec USING hnsw ((embedding::halfvec({mat.shape[1]})) "
-                   "halfvec_cosine_ops) WITH (m = 16, ef_construction = 64)")
-        out["halfvec_build_s"] = time.perf_counter() - t
-        out["sizes_mb"]["passage_vec_half"] = pg.execute(
+        pg.execute("CREATE INDEX passage_vec_float ON passage_vec USING hnsw (embedding vector_cosine_ops) "
+                   "WITH (m = 16, ef_construction = 64)")
+        out["float_build_s"] = time.perf_counter() - t
+        out["sizes_mb"]["passage_vec_float"] = pg.execute(
             "SELECT pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = ? AND c.relname = 'passage_vec_half'", (pg.schema,)).fetchone()[0] / 1e6
-        out["ef_curve_halfvec"] = ef_curve(pg, queries, exact, [int(e) for e in args.ef.split(",")], "halfvec",
-                                           out["sqlite"]["dense_p50_ms"])
+            "WHERE n.nspname = ? AND c.relname = 'passage_vec_float'", (pg.schema,)).fetchone()[0] / 1e6
+        out["ef_curve_float"] = ef_curve(pg, queries, exact, [int(e) for e in args.ef.split(",")], "vector",
+                                         out["sqlite"]["dense_p50_ms"])
     if not args.keep:
         pg.execute(f'DROP SCHEMA "{pg.schema}" CASCADE')
     return out
@@ -275,10 +318,13 @@ def main() -> int:
     ap.add_argument("--synth", choices=("gaussian", "perturb"), default="gaussian",
                     help="how the vectors beyond the real ones are made")
     ap.add_argument("--ef", default="40,100,200,400", help="hnsw.ef_search values of the recall curve")
-    ap.add_argument("--halfvec", action="store_true", help="also an HNSW index over halfvec casts, its curve")
+    ap.add_argument("--float-index", action="store_true",
+                    help="also an HNSW index over the float32 vectors (the graph before m011), its curve")
     ap.add_argument("--keep", action="store_true", help="keep the PostgreSQL schema (default: dropped after)")
     ap.add_argument("--maintenance-mem", default="1GB", help="maintenance_work_mem of the HNSW build")
     ap.add_argument("--queries", type=int, default=60)
+    ap.add_argument("--parallel-fill", action="store_true",
+                    help="fill the SQLite file in a child process while PostgreSQL loads and builds its index")
     ap.add_argument("--ingest", type=Path, help="a real book: ingest time on both backends")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", type=Path)

@@ -313,3 +313,10 @@ def m010_file_copies(conn) -> None:
             data BLOB NOT NULL,
             stored_at TEXT NOT NULL
         )""")
+
+
+@step
+def m011_halfvec_index(conn) -> None:
+    """Issue 43 (D154): a PostgreSQL library's passage graph is built over halfvec casts of its vectors
+    (store/postgres/vectors.py). A file's vectors are searched by sign-bit codes and float16 rescoring
+    (m002), so this step has nothing to do here; it exists so both dialects count the same steps."""

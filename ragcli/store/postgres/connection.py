@@ -28,9 +28,10 @@ DEFAULT_SCHEMA = "ragcli"
 MIN_PGVECTOR = (0, 8, 0)  # hnsw.iterative_scan (filtered searches that return every hit they should)
 MIN_SERVER = 130000  # GENERATED columns, websearch_to_tsquery, `CREATE ... IF NOT EXISTS` everywhere
 CONNECT_TIMEOUT_S = 10
-# HNSW candidates read per search: recall@10 0.992 at 100k passages and 0.972 at 300k (0.942 with 200
-# there), at 0.10x / 0.16x SQLite's p50: bench/performance/team_library_scale.py, D142
-EF_SEARCH = 400
+# HNSW candidates read per search, pgvector's most: at 1M passages recall@10 0.957 (400 gave 0.907, 800
+# 0.943); at 100k and 300k 400 already gave 0.992 and 0.972 (D142, D153;
+# bench/performance/team_library_scale.py)
+EF_SEARCH = 1000
 # tables whose INSERT returns the new row's id (SQLite's lastrowid)
 ID_TABLES = frozenset({"sections", "figures", "passages", "terms", "summaries", "conversations",
                        "conversation_turns"})

@@ -5,11 +5,12 @@ Differences, each for a reason:
 - ids are identity columns (BY DEFAULT, so `ragcli copy` can keep a library's ids);
 - the lexical index is a stored tsvector of the passage text (weight A) and its heading (weight B)
   with a GIN index, in place of FTS5's external-content table;
-- the vector tables (`passage_vec`, `term_vec`: vector(dim) with an HNSW cosine index on the passages)
-  are created with the first book, when the embedding model's dimension is known, as SQLite's vec0
+- the vector tables (`passage_vec`, `term_vec`: vector(dim) with an HNSW cosine index over halfvec casts
+  on the passages, step m011) are created with the first book, when the embedding model's dimension is known, as SQLite's vec0
   tables are; step m002's sign-bit codes are SQLite's scan and have no counterpart here;
 - the sources of summaries and turns carry a `rowid` column: the order they were given to the model.
-A shipped step is never edited; new steps go at the end, in both files, under the same name.
+A shipped step is never edited; new steps go at the end, in both files, under the same name (a step is a
+list of statements or callables given the connection; a step with nothing to do in one dialect is empty).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import datetime as _dt
 
 from ragcli.errors import CorpusError
 from ragcli.store import migrations as sqlite_steps
+from ragcli.store.postgres.vectors import to_halfvec_index
 
 APP_ID = "ragcli"
 MIGRATE_LOCK = "ragcli:migrate"
@@ -128,6 +130,8 @@ STEPS: dict[str, list[str]] = {
         # the bytes are stored as they are: PDFs and e-books are compressed already
         "ALTER TABLE file_copies ALTER COLUMN data SET STORAGE EXTERNAL",
     ],
+    # the passages' HNSW graph over halfvec casts of the stored vectors (D154)
+    "m011_halfvec_index": [to_halfvec_index],
 }
 
 
@@ -179,7 +183,7 @@ def migrate(conn, create: bool) -> None:
             if name in done:
                 continue
             for statement in STEPS[name]:
-                conn.execute(statement)
+                statement(conn) if callable(statement) else conn.execute(statement)
             if name == "m001_initial":
                 conn.execute("INSERT INTO meta(key, value) VALUES ('app', ?)", (APP_ID,))
             conn.execute("INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))

@@ -4,7 +4,7 @@ Lexical: the question's words (stopwords out, as for FTS5), each a quoted tsquer
 stored tsvector of text (weight A) and heading (weight B), ranked by LEXICAL_RANK (chosen by retrieval
 quality on the shared question sets: bench/team_library_quality.py, docs/decisions.md D107).
 
-Dense: `ORDER BY embedding <=> q LIMIT k` through the HNSW index, with `hnsw.iterative_scan =
+Dense: `ORDER BY embedding::halfvec <=> q LIMIT k` through the HNSW index (over halfvec casts, D154), with `hnsw.iterative_scan =
 relaxed_order` (set on connect) so a book filter goes on through the graph until it has k rows, and the
 rows re-sorted exactly. A filter that keeps at most EXACT_FILTERED rows is an exact scan instead (no
 graph walk can miss what a scan of a few thousand rows finds), and a filtered index scan that comes back
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from ragcli.store.postgres.vectors import hnsw_key
 from ragcli.text import STOPWORDS, WORD
 
 # ts_rank over the A/B-weighted vector, normalised by 1 + log(length) (flag 1): D107
@@ -100,8 +101,11 @@ def dense_search(conn, vector, k: int, book_ids: Optional[Sequence[str]] = None,
 
 
 def _indexed(conn, table, q, k, where, args):
+    # the graph walked over the halfvec casts (the index's expression); the candidates scored and
+    # ordered by the exact float32 cosine
+    key = hnsw_key(q.size)
     sql = (f"WITH c AS MATERIALIZED (SELECT id, embedding <=> ? AS d FROM {table} WHERE true{where} "
-           f"ORDER BY embedding <=> ? LIMIT {int(k)}) SELECT id, d FROM c ORDER BY d, id")
+           f"ORDER BY {key} <=> ?::halfvec({q.size}) LIMIT {int(k)}) SELECT id, d FROM c ORDER BY d, id")
     return [(r[0], 1.0 - float(r[1])) for r in conn.execute(sql, [q] + args + [q])]
 
 

@@ -1,7 +1,9 @@
 """The vector tables of a PostgreSQL library: pgvector `vector(dim)` rows keyed by passage and term id.
 
-`passage_vec` has an HNSW cosine index (built as rows arrive); `term_vec` is scanned exactly. Both
-reference their rows (ON DELETE CASCADE), so a deleted book takes its vectors with it."""
+`passage_vec` has an HNSW cosine index (built as rows arrive) over the vectors cast to `halfvec(dim)`:
+half the graph's size and faster to search at the same recall (D154); the rows stay float32, so exact
+scans, stored vectors and `copy` are unchanged. `term_vec` is scanned exactly. Both reference their rows
+(ON DELETE CASCADE), so a deleted book takes its vectors with it."""
 from __future__ import annotations
 
 from typing import Iterable, Sequence
@@ -10,6 +12,36 @@ from ragcli.store.sql import select_in
 
 VECTOR_LOCK = "ragcli:vector-tables"
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64  # pgvector's defaults
+HNSW_INDEX = "passage_vec_hnsw_half"
+
+
+def hnsw_key(dim: int) -> str:
+    """The indexed expression; a search must order by exactly this for the planner to use the graph."""
+    return f"(embedding::halfvec({int(dim)}))"
+
+
+def create_hnsw(conn, dim: int) -> None:
+    conn.execute(f"CREATE INDEX {HNSW_INDEX} ON passage_vec USING hnsw ({hnsw_key(dim)} halfvec_cosine_ops) "
+                 f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})")
+
+
+def stored_dim(conn) -> int | None:
+    """The dimension of the library's passage vectors (None before its first ingest)."""
+    row = conn.execute("SELECT a.atttypmod FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+                       "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND "
+                       "c.relname = 'passage_vec' AND a.attname = 'embedding'", (conn.schema,)).fetchone()
+    return int(row[0]) if row else None
+
+
+def to_halfvec_index(conn) -> None:
+    """Migration m011: the float32 graph of an existing library replaced by the halfvec one (rebuilt
+    from the stored rows: minutes for a million passages, under the migration's lock)."""
+    dim = stored_dim(conn)
+    if dim is None:
+        return  # no vectors yet: create_tables builds the halfvec graph
+    conn.execute("DROP INDEX IF EXISTS passage_vec_hnsw")
+    conn.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
+    create_hnsw(conn, dim)
 
 
 def _array(vec):
@@ -33,8 +65,7 @@ def create_tables(conn, dim: int) -> None:
         conn.execute(f"CREATE TABLE passage_vec (id BIGINT PRIMARY KEY REFERENCES passages(id) ON DELETE CASCADE, "
                      f"book_id TEXT NOT NULL, embedding vector({int(dim)}) NOT NULL)")
         conn.execute("CREATE INDEX passage_vec_book ON passage_vec(book_id)")
-        conn.execute(f"CREATE INDEX passage_vec_hnsw ON passage_vec USING hnsw (embedding vector_cosine_ops) "
-                     f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})")
+        create_hnsw(conn, dim)
         conn.execute(f"CREATE TABLE term_vec (id BIGINT PRIMARY KEY REFERENCES terms(id) ON DELETE CASCADE, "
                      f"book_id TEXT NOT NULL, embedding vector({int(dim)}) NOT NULL)")
         conn.execute("CREATE INDEX term_vec_book ON term_vec(book_id)")
