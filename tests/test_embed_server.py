@@ -110,7 +110,7 @@ def test_server_killed_mid_ingest_leaves_the_corpus_and_the_next_run_resumes(emb
 
     db = tmp_path / "c.db"
     first = _write_doc(tmp_path / "first.txt", 5, seed=1)
-    big = _write_doc(tmp_path / "big.txt", 1200, seed=2)
+    big = _write_doc(tmp_path / "big.txt", 800, seed=2)  # about 400 passages: two staged chunks of 256
     env = {**os.environ, "RAGCLI_DB": str(db)}
     proc, url = _serve(embed_gguf, tmp_path / "server1.log")
     try:

@@ -302,19 +302,21 @@ SLOW_DRIVER = """
 import sys, time
 from ragcli.models import factory
 from ragcli.models.fake import FakeChatModel
+from ragcli.render.stream import HELD_SHOW
 
 ANSWER = sys.argv[1]
 
 
 class Slow(FakeChatModel):
-    # 0.5 tokens a second: every piece of the stream comes 2 s after the one before it
+    # every piece of the stream comes HELD_SHOW + 0.5 s (1.3 s) after the one before it: past the
+    # silence that brings the status line back and its watcher's 0.2 s poll, with room to spare
     def chat(self, messages, **kw):
         out = super().chat(messages, **kw)
         if not kw.get("stream"):
             return out
         def pieces():
             for piece in out:
-                time.sleep(2.0)
+                time.sleep(HELD_SHOW + 0.5)
                 yield piece
         return pieces()
 
@@ -326,9 +328,9 @@ app(sys.argv[2:], prog_name="ragcli")
 
 
 def test_a_slow_model_never_gets_a_line_break_inserted_into_its_answer(corpus_db, tmp_path):
-    """At 0.5 tokens a second the status line comes back between every two pieces: it is drawn under
-    the text and erased, and the text goes on on its own row; no word is split, no piece is left
-    a line of its own (issue 47: "The skull is inc" / "ised and reflected")."""
+    """With 1.3 s (HELD_SHOW + 0.5 s) between pieces the status line comes back between every two
+    pieces: it is drawn under the text and erased, and the text goes on on its own row; no word is
+    split, no piece is left a line of its own (issue 47: "The skull is inc" / "ised and reflected")."""
     import textwrap
 
     answer = ("A craniotomy removes a bone flap of the skull [S1]. The flap is lifted so that the brain "
