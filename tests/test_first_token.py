@@ -159,3 +159,24 @@ def test_nothing_is_left_out_of_a_passage_whose_every_sentence_is_kept():
                                    _hit(1, "B", "Warm the hand slowly. Then cover it.")])
     chosen = context.select(blocks, "How do I warm a hand?", embed.get_embedder(), whole=0, top=2, around=1)
     assert [s.shown for s in chosen] == [None, None]
+
+
+def test_with_the_tail_a_cut_passage_keeps_everything_after_its_first_kept_sentence():
+    from ragcli.models import embed
+
+    best = _hit(0, "FROSTBITE", "Warm the frostbitten part slowly in water of 100 to 105 degrees.")
+    other = _hit(1, "COLD INJURIES", (
+        "Teams should carry radios on every search. The radio check is made each hour. "
+        "Never rub a frostbitten hand with snow, it damages the skin. Cover the hand with dry cloth. "
+        "Vehicles are parked facing out. Keys stay with the team leader. "
+        "Warm the frostbitten part slowly in water of 100 to 105 degrees."))
+    blocks = prompt.label_sources([best, other])
+    chosen = context.select(blocks, "How do I warm a frostbitten hand?", embed.get_embedder(),
+                            whole=1, top=1, around=0, tail=True)
+    shown = chosen[1].shown
+    assert shown.startswith(context.GAP) and "Teams should carry radios" not in shown  # the lead is cut
+    assert "Never rub a frostbitten hand" in shown and "Keys stay with the team leader." in shown  # the rest is not
+    assert "100 to 105" not in shown  # still not given twice
+    without = context.select(blocks, "How do I warm a frostbitten hand?", embed.get_embedder(),
+                             whole=1, top=1, around=0, tail=False)[1].shown
+    assert "Keys stay with the team leader." not in without

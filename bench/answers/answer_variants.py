@@ -232,13 +232,14 @@ def apply(name: str) -> Variant:
     global _original_build
     from ragcli.answer import context, prompt
 
-    sel = re.fullmatch(r"select-(?:off|w(\d+)t(\d+)a(\d+)(?:b(\d+))?)(-short)?", name)
+    sel = re.fullmatch(r"select-(?:off|w(\d+)t(\d+)a(\d+)(?:b(\d+))?(e)?)(-short)?", name)
     if sel:  # the sentence selection (D151): `select-off`, or its limits; `-short`: prompt.SHORT_HEADERS
-        w, t, a, b, short = sel.groups()
+        w, t, a, b, e, short = sel.groups()
         context.SELECT = w is not None
         if w is not None:
             context.SELECT_WHOLE, context.SELECT_TOP, context.SELECT_AROUND = int(w), int(t), int(a)
             context.SELECT_TOKENS = int(b) if b else None
+            context.SELECT_TAIL = bool(e)
         prompt.SHORT_HEADERS = bool(short)
         return Variant(system=prompt.ANSWER_SYSTEM, passages=context.MAX_BLOCKS, example=True)
     ctx = re.fullmatch(r"context-(\d+)-(\d+)(?:-(\d+))?(-best-first)?", name)

@@ -33,11 +33,11 @@ sys.path.insert(0, str(ROOT / "bench" / "answers"))
 def parse(setting: str):
     if setting == "off":
         return None
-    m = re.fullmatch(r"w(\d+)t(\d+)a(\d+)(?:b(\d+))?", setting)
+    m = re.fullmatch(r"w(\d+)t(\d+)a(\d+)(?:b(\d+))?(e)?", setting)
     if not m:
-        raise SystemExit(f"bad setting {setting!r}: off or wWtTaA[bB]")
-    w, t, a, b = m.groups()
-    return int(w), int(t), int(a), (int(b) if b else None)
+        raise SystemExit(f"bad setting {setting!r}: off or wWtTaA[bB][e]")
+    w, t, a, b, e = m.groups()
+    return int(w), int(t), int(a), (int(b) if b else None), bool(e)
 
 
 def main() -> int:

@@ -265,11 +265,15 @@ SELECT_WHOLE = 2
 SELECT_TOP = 1
 SELECT_AROUND = 1
 SELECT_TOKENS: Optional[int] = None
+# True: a cut passage keeps every sentence from its first kept one to its end (decision D160): what the
+# passage says after the sentence nearest the question (the next step of a procedure, the rest of a list)
+# is what the 1.5B stopped short of when it was cut (D151's lost answers).
+SELECT_TAIL = False
 GAP = "…"
 
 
 def select(blocks: list[Source], question: str, embedder, whole: Optional[int] = None, top: Optional[int] = None,
-           around: Optional[int] = None, tokens: Optional[int] = -1) -> list[Source]:
+           around: Optional[int] = None, tokens: Optional[int] = -1, tail: Optional[bool] = None) -> list[Source]:
     """`blocks` with `shown` set to the sentences of each that the prompt gives (module limits unless
     given; `tokens` None: no shared budget). A figure, and a passage with nothing to leave out, keeps
     `shown` None (its whole text)."""
@@ -277,6 +281,7 @@ def select(blocks: list[Source], question: str, embedder, whole: Optional[int] =
     top = SELECT_TOP if top is None else top
     around = SELECT_AROUND if around is None else around
     tokens = SELECT_TOKENS if tokens == -1 else tokens
+    tail = SELECT_TAIL if tail is None else tail
     split = {b.label: sentences(b.hit.text) for b in blocks if b.hit.kind == "passage"}
     cut = [b.label for i, b in enumerate(blocks) if i >= whole and b.label in split]
     todo = list(dict.fromkeys(s for label in cut for s in split[label]))
@@ -317,6 +322,10 @@ def select(blocks: list[Source], question: str, embedder, whole: Optional[int] =
             if size() > tokens:
                 keep[label] = before
                 break
+    if tail:
+        for label in cut:
+            if keep[label]:
+                keep[label] |= {n for n in range(min(keep[label]), len(split[label])) if keys[label][n] is not None}
     out = []
     for b in blocks:
         if b.label not in keep:
