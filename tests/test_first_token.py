@@ -129,16 +129,22 @@ def test_by_default_each_passage_keeps_its_section_and_page_as_before():
     assert "[S1] FROSTBITE, p. " in user
 
 
-def test_the_prompt_gives_the_sentences_nearest_the_question_and_claims_read_the_whole_passage():
-    from ragcli.models import embed
-
+def _frostbite_blocks():
+    """A passage that answers whole and one whose useful middle sits among other duties, ending with the
+    first passage's sentence again."""
     best = _hit(0, "FROSTBITE", "Warm the frostbitten part slowly in water of 100 to 105 degrees. Do not rub it.")
     other = _hit(1, "COLD INJURIES", (
         "Teams should carry radios on every search. The radio check is made each hour. "
         "Never rub a frostbitten hand with snow, it damages the skin. Cover the hand with dry cloth. "
         "Vehicles are parked facing out. Fuel is kept in a separate shed. Keys stay with the team leader. "
         "Warm the frostbitten part slowly in water of 100 to 105 degrees."))
-    blocks = prompt.label_sources([best, other])
+    return other, prompt.label_sources([best, other])
+
+
+def test_the_prompt_gives_the_sentences_nearest_the_question_and_claims_read_the_whole_passage():
+    from ragcli.models import embed
+
+    other, blocks = _frostbite_blocks()
     chosen = context.select(blocks, "How do I warm a frostbitten hand?", embed.get_embedder(),
                             whole=1, top=1, around=1)
     assert chosen[0].shown is None  # the best block whole
@@ -164,13 +170,7 @@ def test_nothing_is_left_out_of_a_passage_whose_every_sentence_is_kept():
 def test_with_the_tail_a_cut_passage_keeps_everything_after_its_first_kept_sentence():
     from ragcli.models import embed
 
-    best = _hit(0, "FROSTBITE", "Warm the frostbitten part slowly in water of 100 to 105 degrees.")
-    other = _hit(1, "COLD INJURIES", (
-        "Teams should carry radios on every search. The radio check is made each hour. "
-        "Never rub a frostbitten hand with snow, it damages the skin. Cover the hand with dry cloth. "
-        "Vehicles are parked facing out. Keys stay with the team leader. "
-        "Warm the frostbitten part slowly in water of 100 to 105 degrees."))
-    blocks = prompt.label_sources([best, other])
+    _, blocks = _frostbite_blocks()
     chosen = context.select(blocks, "How do I warm a frostbitten hand?", embed.get_embedder(),
                             whole=1, top=1, around=0, tail=True)
     shown = chosen[1].shown
