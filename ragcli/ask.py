@@ -115,7 +115,9 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
         embedder = MemoEmbedder(embedder)  # the answer and its claims share sentence vectors
     search_opts = SearchOptions(mode=mode_for(opts.expand, opts.feedback), k=opts.k, book_ids=opts.book_ids,
                                 check_language=True, rerank_depth=opts.rerank_depth, skip_kinds=NOT_EXPOSITION)
+    t = time.perf_counter()
     book_question = as_books_write(conn, embedder, question)
+    spelled = time.perf_counter() - t
     result = search(conn, embedder, book_question, search_opts, model=model if opts.rewrite else None,
                     reranker=reranker, on_expanded=on_expanded, on_phase=phase)
     # Before the model only what decides what it reads, or whether it runs: the search, the blocks, the
@@ -126,7 +128,7 @@ def ask(conn, embedder, question: str, model=None, opts: Optional[AskOptions] = 
     blocks, rest = context.build(result.hits, lambda h: _adjacent(conn, h))
     if model is not None and context.SELECT:  # the prompt's copy: the sentences the question needs (D151)
         blocks = context.select(blocks, book_question, embedder)
-    timings = dict(result.timings, context=time.perf_counter() - t)
+    timings = dict(result.timings, book_words=spelled, context=time.perf_counter() - t)
     run = Run(conn, embedder, question, model, opts, result, blocks + rest, cal, blocks,
               on_text, on_progress, phase, timings, started=started, _book_question=book_question)
     if result.skipped_kinds_kept:
