@@ -51,7 +51,17 @@ def model_cache(tmp_path_factory) -> Path:
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
         return Path(keep)
-    return tmp_path_factory.mktemp("ragcli-cache")
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return tmp_path_factory.mktemp("ragcli-cache")
+    # pytest-xdist: the workers share one cache in the run's common temp folder, and the first to
+    # arrive exports the ONNX model while the others wait (an export takes ~30 s of a core)
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent / "ragcli-cache"
+    with FileLock(str(shared) + ".lock"):
+        shared.mkdir(exist_ok=True)
+        default_embedder(shared)
+    return shared
 
 
 @pytest.fixture(autouse=True)

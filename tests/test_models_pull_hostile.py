@@ -154,7 +154,8 @@ def test_the_time_limit_ends_a_pull(hub_env, tiny_bytes):
         hub.release.set()
     line = _one_line(res.stderr)
     assert res.returncode == 7 and "time limit" in line and "resume" in line, line
-    assert took < 3 + 12, took  # the limit, plus starting Python
+    # the limit ended it, not the stalled read's 30 s timeout (starting Python takes seconds on a busy machine)
+    assert took < 30, took
 
 
 def test_a_404_and_a_redirect_to_file_are_not_called_a_cut(hub_env, tiny_bytes, tmp_path):
