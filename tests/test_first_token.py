@@ -109,8 +109,8 @@ def test_every_step_before_the_model_is_timed_and_the_prompt_is_laid_out_once(as
     answer = ask.ask(conn, embed.get_embedder(), "what is a craniotomy?", model, ask.AskOptions(),
                      on_phase=lambda name, **info: phases.append((name, len(model.calls))))
     t = answer.timings
-    for key in ("book_words", "expansion", "retrieval", "context", "checks", "prompt_build", "before_model", "first_token",
-                "to_first_token", "generation"):
+    for key in ("book_words", "expansion", "retrieval", "context", "checks", "prompt_build", "before_model",
+                "first_token", "to_first_token", "generation"):
         assert isinstance(t[key], float) and t[key] >= 0, key
     assert t["before_model"] >= (t["book_words"] + t["retrieval"] + t["context"] + t["checks"]
                                  + t["prompt_build"])
