@@ -118,9 +118,15 @@ def run(library: Library, host: str, port: int, api_key: Optional[str], parallel
 
     check_bind(host, api_key)
     bare = host.strip("[]")  # `[::1]` as a URL writes it; uvicorn binds the bare address
-    app = create_app(library, api_key, parallel, waiting, host=bare, allowed=allowed, port=port)
     shown = f"[{bare}]" if ":" in bare else bare
+    # bound before the app is built: building it starts the page renderer's warm-up import in a thread,
+    # and a process that exits on a refused port while that import runs in native code aborts (SIGABRT)
     sock = listening_socket(bare, port, shown)
+    try:
+        app = create_app(library, api_key, parallel, waiting, host=bare, allowed=allowed, port=port)
+    except BaseException:
+        sock.close()
+        raise
     log(f"http://{shown}:{port}/ (the page), http://{shown}:{port}/v1 (OpenAI-compatible), "
         f"model {library.model_name or 'none (extractive answers)'}, {parallel} at once, {waiting} queued, "
         f"{'API key required' if api_key else 'no API key (loopback only)'}")
